@@ -1,0 +1,32 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test test-all demo bench clean
+
+install: $(STAMP)
+
+# Re-installs only when setup.py changes; otherwise a no-op.
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest -q tests -m "not slow"
+
+test-all: install
+	$(PY) -m pytest -q tests
+
+demo: install
+	$(PY) tools/demo.py
+
+bench: install
+	$(PY) benchmarks/tokenizer_bench.py
+	$(PY) benchmarks/pretraining_data_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,28 @@
+"""bert_tf: Google's original BERT in TensorFlow 2.21 / Keras 3."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="bert_tf",
+    version="0.1.0",
+    description=(
+        "Google's original BERT (google-research/bert) in TensorFlow 2 / Keras 3, "
+        "checkpoint-compatible and numerically verified."
+    ),
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorflow==2.21.0",
+        "keras==3.15.1",
+        "tensorflow-text==2.21.1",
+        "numpy>=1.26,<2.5",
+        "absl-py>=2.1,<3",
+    ],
+    extras_require={
+        "test": [
+            "pytest==9.0.3",
+            "hypothesis==6.155.2",
+            "jax[cpu]==0.10.2",
+        ],
+    },
+)
