@@ -1,0 +1,224 @@
+"""Google's name-based (TF1) checkpoints in and out, by identity of names.
+
+A bert_tf model's `variable.path` is the variable's name in a Google checkpoint, so loading is
+`variable.assign(reader.get_tensor(variable.path))` for every weight and saving writes each
+weight under its path: no rename table.
+"""
+
+import dataclasses
+import glob
+import os
+
+import numpy as np
+import tensorflow as tf
+
+# Checkpoint entries a model never loads; they are reported as unused without further comment.
+_OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_google_checkpoint` did.
+
+    Attributes:
+      checkpoint: The checkpoint prefix that was read.
+      loaded: Names of the model variables assigned, in the model's order.
+      unused: Checkpoint variables the model does not have (heads it lacks, optimizer
+        slots, `global_step`), sorted.
+      missing: Model variables the checkpoint lacks (only with `strict=False`); they keep
+        their initial values.
+    """
+
+    checkpoint: str
+    loaded: list
+    unused: list
+    missing: list = dataclasses.field(default_factory=list)
+
+    @property
+    def unused_optimizer_state(self):
+        """The unused names that are optimizer slots or the step counter."""
+        return [
+            name
+            for name in self.unused
+            if name.endswith(_OPTIMIZER_SUFFIXES) or name == "global_step"
+        ]
+
+    @property
+    def unused_weights(self):
+        """The unused names that are weights (e.g. heads the model does not have)."""
+        state = set(self.unused_optimizer_state)
+        return [name for name in self.unused if name not in state]
+
+    def __str__(self):
+        lines = [f"Loaded {len(self.loaded)} variables from {self.checkpoint}."]
+        if self.missing:
+            lines.append(
+                f"{len(self.missing)} model variables were not in the checkpoint and keep "
+                "their initial values: " + ", ".join(self.missing)
+            )
+        if self.unused_weights:
+            lines.append(
+                f"{len(self.unused_weights)} checkpoint weights are not used by the model: "
+                + ", ".join(self.unused_weights)
+            )
+        if self.unused_optimizer_state:
+            lines.append(
+                f"{len(self.unused_optimizer_state)} optimizer/step entries were skipped."
+            )
+        return "\n".join(lines)
+
+
+def resolve_checkpoint_prefix(path):
+    """Turns a checkpoint prefix or a directory holding one into the prefix.
+
+    Args:
+      path: `.../bert_model.ckpt` (the prefix; `.index` and `.data-*` files beside it), the
+        `.index` file itself, or a directory with exactly one checkpoint (or a `checkpoint`
+        state file naming the latest).
+
+    Returns:
+      The prefix, to pass to `tf.train.load_checkpoint`.
+
+    Raises:
+      ValueError: Nothing there is a checkpoint; the message says what was looked for.
+    """
+    if path.endswith(".index"):
+        path = path[: -len(".index")]
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        prefixes = sorted(index[: -len(".index")] for index in glob.glob(os.path.join(path, "*.index")))
+        if len(prefixes) == 1:
+            return prefixes[0]
+        if not prefixes:
+            raise ValueError(f"{path}: directory has no checkpoint (no *.index file)")
+        raise ValueError(
+            f"{path}: directory has {len(prefixes)} checkpoints "
+            f"({', '.join(os.path.basename(p) for p in prefixes)}); pass the prefix of one"
+        )
+    if not os.path.exists(path + ".index"):
+        raise ValueError(f"{path}: no checkpoint here ({path}.index does not exist)")
+    data_files = glob.glob(path + ".data-*")
+    if not data_files:
+        raise ValueError(f"{path}: checkpoint has an index but no {os.path.basename(path)}.data-* file")
+    return path
+
+
+def _open_reader(prefix):
+    try:
+        return tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError) as e:
+        message = getattr(e, "message", str(e)).strip().splitlines()[0]
+        raise ValueError(f"{prefix}: cannot read checkpoint ({message})") from None
+
+
+def load_google_checkpoint(model, path, strict=True):
+    """Loads a Google (TF1 name-based) checkpoint into a bert_tf model.
+
+    All checks run before anything is assigned: if one variable cannot be loaded, the model
+    is left as it was.
+
+    Args:
+      model: A `BertModel`, `BertPretrainer` or any model whose weight paths are Google names.
+      path: The checkpoint prefix (e.g. `.../bert_model.ckpt`) or a directory holding one.
+      strict: If True, every model weight must be in the checkpoint. If False, missing weights
+        keep their initial values and are listed in the report's `missing`.
+
+    Returns:
+      A `LoadReport`.
+
+    Raises:
+      ValueError: The path holds no readable checkpoint, the checkpoint is not a BERT one, a
+        weight is missing (strict), or a shape differs; the message names the variables and
+        both shapes.
+    """
+    prefix = resolve_checkpoint_prefix(path)
+    reader = _open_reader(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    weights = model.weights
+
+    names = [weight.path for weight in weights]
+    present = [name for name in names if name in shapes]
+    if not present:
+        sample = ", ".join(sorted(shapes)[:3]) or "no variables"
+        raise ValueError(
+            f"{prefix}: not a BERT checkpoint for this model: none of its {len(names)} "
+            f"variables (e.g. {names[0]}) is in it; it holds {sample}"
+        )
+    missing = [name for name in names if name not in shapes]
+    mismatched = [
+        (weight.path, list(shapes[weight.path]), list(weight.shape))
+        for weight in weights
+        if weight.path in shapes and list(shapes[weight.path]) != list(weight.shape)
+    ]
+    problems = []
+    if mismatched:
+        problems.append(
+            "shape mismatch for "
+            + "; ".join(f"{name}: checkpoint {ck}, model {md}" for name, ck, md in mismatched[:5])
+            + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else "")
+            + ". Does the bert_config.json match this checkpoint?"
+        )
+    if missing and strict:
+        problems.append(
+            f"{len(missing)} model variables are not in the checkpoint: "
+            + ", ".join(missing[:5])
+            + (" ..." if len(missing) > 5 else "")
+        )
+    if problems:
+        raise ValueError(f"{prefix}: " + " ".join(problems) + " Nothing was loaded.")
+
+    values = []
+    for weight in weights:
+        if weight.path in shapes:
+            value = reader.get_tensor(weight.path)
+            values.append((weight, np.asarray(value, dtype=weight.dtype)))
+    for weight, value in values:
+        weight.assign(value)
+    used = set(present)
+    return LoadReport(
+        checkpoint=prefix,
+        loaded=present,
+        unused=sorted(name for name in shapes if name not in used),
+        missing=missing,
+    )
+
+
+def save_google_checkpoint(model, path, global_step=None):
+    """Writes a model's weights as a Google (TF1 name-based) checkpoint.
+
+    The files are written under a temporary prefix and renamed into place, so an interrupted
+    save never leaves a half-written checkpoint under `path`.
+
+    Args:
+      model: A bert_tf model (its weight paths are the names written).
+      path: The checkpoint prefix, e.g. `.../bert_model.ckpt`; writes `path.index` and
+        `path.data-00000-of-00001`.
+      global_step: If given, also writes `global_step` (int64), as training checkpoints have.
+
+    Returns:
+      `path`.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    names = [weight.path for weight in model.weights]
+    duplicates = {name for name in names if names.count(name) > 1}
+    if duplicates:
+        raise ValueError(f"cannot save {model.name}: duplicate variable names {sorted(duplicates)}")
+    tensors = [tf.convert_to_tensor(np.asarray(weight.numpy())) for weight in model.weights]
+    if global_step is not None:
+        names.append("global_step")
+        tensors.append(tf.constant(global_step, dtype=tf.int64))
+
+    tmp_prefix = f"{path}.tmp-{os.getpid()}"
+    tf.raw_ops.SaveV2(
+        prefix=tmp_prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=tensors,
+    )
+    # The data file first: a prefix is only a checkpoint once its index exists.
+    for suffix in (".data-00000-of-00001", ".index"):
+        os.replace(tmp_prefix + suffix, path + suffix)
+    return path

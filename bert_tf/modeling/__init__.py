@@ -1,0 +1,6 @@
+"""The BERT model in Keras 3, one module per concept of the original (`keras.ops` only)."""
+
+from bert_tf.modeling.losses import masked_lm_loss, next_sentence_loss
+from bert_tf.modeling.models import BertModel, BertPretrainer
+
+__all__ = ["BertModel", "BertPretrainer", "masked_lm_loss", "next_sentence_loss"]

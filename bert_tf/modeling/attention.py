@@ -1,0 +1,106 @@
+"""The `attention` block: multi-head self-attention (`self`) and its output (`output`)."""
+
+import math
+
+import keras
+from keras import ops
+
+from bert_tf.modeling.dense_output import DenseOutput
+from bert_tf.modeling.initializers import create_initializer
+
+# What the original adds to the scores of masked-out positions (not -inf).
+MASK_ADDER = -10000.0
+
+
+class SelfAttention(keras.layers.Layer):
+    """Per head: `softmax(Q K^T / sqrt(head_size) + (1 - mask) * -10000) V`, heads concatenated.
+
+    Creates `query`, `key`, `value` (each `kernel` [H, H] and `bias` [H]) in that order.
+    The softmax is computed in float32.
+    """
+
+    def __init__(self, config, name="self", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: Variable scope; the original's is "self".
+        """
+        super().__init__(name=name, **kwargs)
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.attention_head_size
+        self.hidden_size = config.hidden_size
+
+        def projection(name):
+            return keras.layers.Dense(
+                config.hidden_size,
+                kernel_initializer=create_initializer(config.initializer_range),
+                name=name,
+                dtype=self.dtype_policy,
+            )
+
+        self.query = projection("query")
+        self.key = projection("key")
+        self.value = projection("value")
+        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+
+    def build(self, input_shape=None):
+        for projection in (self.query, self.key, self.value):
+            projection.build((None, self.hidden_size))
+
+    def _split_heads(self, x):
+        """[batch, seq, H] -> [batch, heads, seq, head_size]."""
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(self, hidden_states, input_mask, training=False):
+        """Args:
+          hidden_states: float [batch, seq, H].
+          input_mask: [batch, seq], 1 for real tokens and 0 for padding. Every position attends
+            to the real tokens only (`mask[b, from, to] = input_mask[b, to]`).
+          training: Whether attention-probability dropout is on.
+
+        Returns:
+          float [batch, seq, H], the concatenated context of all heads.
+        """
+        query = self._split_heads(self.query(hidden_states))
+        key = self._split_heads(self.key(hidden_states))
+        value = self._split_heads(self.value(hidden_states))
+
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
+        probs = ops.cast(ops.softmax(scores + adder, axis=-1), self.compute_dtype)
+        probs = self.dropout(probs, training=training)
+
+        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        batch, seq = ops.shape(context)[0], ops.shape(context)[1]
+        return ops.reshape(context, (batch, seq, self.hidden_size))
+
+
+class Attention(keras.layers.Layer):
+    """`attention`: self-attention followed by `output` (dense, dropout, residual, LayerNorm)."""
+
+    def __init__(self, config, name="attention", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: Variable scope; the original's is "attention".
+        """
+        super().__init__(name=name, **kwargs)
+        self.self_attention = SelfAttention(config, dtype=self.dtype_policy)
+        self.output_block = DenseOutput(config, config.hidden_size, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.self_attention.build()
+        self.output_block.build()
+
+    def call(self, hidden_states, input_mask, training=False):
+        """Args:
+          hidden_states: float [batch, seq, H], the layer input.
+          input_mask: [batch, seq] padding mask.
+          training: Whether dropout is on.
+
+        Returns:
+          float [batch, seq, H].
+        """
+        context = self.self_attention(hidden_states, input_mask, training=training)
+        return self.output_block(context, hidden_states, training=training)

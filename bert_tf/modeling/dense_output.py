@@ -1,0 +1,46 @@
+"""The sub-layer output block the original uses twice: dense, dropout, residual, LayerNorm."""
+
+import keras
+
+from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.layer_norm import LayerNorm
+
+
+class DenseOutput(keras.layers.Layer):
+    """`LayerNorm(dropout(dense(x)) + residual)`: the post-LN end of a Transformer sub-layer.
+
+    It is `attention/output` (input width H) and `output` (input width I) in the original;
+    both create `dense/kernel`, `dense/bias`, `LayerNorm/beta`, `LayerNorm/gamma`.
+    """
+
+    def __init__(self, config, input_size, name="output", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        input_size: Width of the dense layer's input.
+        name: Variable scope; the original's is "output".
+        """
+        super().__init__(name=name, **kwargs)
+        self.input_size = input_size
+        self.dense = keras.layers.Dense(
+            config.hidden_size,
+            kernel_initializer=create_initializer(config.initializer_range),
+            name="dense",
+            dtype=self.dtype_policy,
+        )
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.dense.build((None, self.input_size))
+        self.layer_norm.build()
+
+    def call(self, x, residual, training=False):
+        """Args:
+          x: float [..., input_size], the sub-layer's output.
+          residual: float [..., hidden], the sub-layer's input.
+          training: Whether dropout is on.
+
+        Returns:
+          float [..., hidden].
+        """
+        return self.layer_norm(self.dropout(self.dense(x), training=training) + residual)

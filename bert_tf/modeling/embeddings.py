@@ -1,0 +1,62 @@
+"""The `bert/embeddings` block: word + token type + position, LayerNorm, dropout."""
+
+import keras
+from keras import ops
+
+from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.layer_norm import LayerNorm
+
+
+class Embeddings(keras.layers.Layer):
+    """`LayerNorm(word[input_ids] + token_type[segment_ids] + position[0..S-1])`, then dropout.
+
+    Creates, in the original's order, `word_embeddings` [V, H], `token_type_embeddings` [T, H],
+    `position_embeddings` [P, H], then `LayerNorm/beta` and `LayerNorm/gamma`.
+    """
+
+    def __init__(self, config, name="embeddings", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: Variable scope; the original's is "embeddings".
+        """
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+    def build(self, input_shape=None):
+        config = self.config
+        initializer = create_initializer(config.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings",
+            shape=(config.vocab_size, config.hidden_size),
+            initializer=initializer,
+        )
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings",
+            shape=(config.type_vocab_size, config.hidden_size),
+            initializer=initializer,
+        )
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings",
+            shape=(config.max_position_embeddings, config.hidden_size),
+            initializer=initializer,
+        )
+        self.layer_norm.build()
+
+    def call(self, input_ids, segment_ids, training=False):
+        """Args:
+          input_ids: int [batch, seq] WordPiece ids.
+          segment_ids: int [batch, seq] token type ids.
+          training: Whether dropout is on.
+
+        Returns:
+          float [batch, seq, hidden] embedding output.
+        """
+        seq_length = ops.shape(input_ids)[1]
+        embeddings = (
+            ops.take(self.word_embeddings, input_ids, axis=0)
+            + ops.take(self.token_type_embeddings, segment_ids, axis=0)
+            + self.position_embeddings[None, :seq_length]
+        )
+        return self.dropout(self.layer_norm(embeddings), training=training)

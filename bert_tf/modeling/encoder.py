@@ -1,0 +1,39 @@
+"""The `bert/encoder` stack: `num_hidden_layers` Transformer layers."""
+
+import keras
+
+from bert_tf.modeling.transformer_layer import TransformerLayer
+
+
+class Encoder(keras.layers.Layer):
+    """`layer_0` ... `layer_{L-1}` applied in turn; returns every layer's output."""
+
+    def __init__(self, config, name="encoder", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: Variable scope; the original's is "encoder".
+        """
+        super().__init__(name=name, **kwargs)
+        self.transformer_layers = [
+            TransformerLayer(config, name=f"layer_{i}", dtype=self.dtype_policy)
+            for i in range(config.num_hidden_layers)
+        ]
+
+    def build(self, input_shape=None):
+        for layer in self.transformer_layers:
+            layer.build()
+
+    def call(self, hidden_states, input_mask, training=False):
+        """Args:
+          hidden_states: float [batch, seq, H], the embedding output.
+          input_mask: [batch, seq] padding mask.
+          training: Whether dropout is on.
+
+        Returns:
+          A list of L float [batch, seq, H] tensors, the output of each layer.
+        """
+        all_layer_outputs = []
+        for layer in self.transformer_layers:
+            hidden_states = layer(hidden_states, input_mask, training=training)
+            all_layer_outputs.append(hidden_states)
+        return all_layer_outputs

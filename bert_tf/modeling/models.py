@@ -1,0 +1,106 @@
+"""`BertModel` and `BertPretrainer`: the layers assembled in the original's checkpoint layout."""
+
+import keras
+
+from bert_tf.config import BertConfig
+from bert_tf.modeling.embeddings import Embeddings
+from bert_tf.modeling.encoder import Encoder
+from bert_tf.modeling.heads import PretrainingHeads
+from bert_tf.modeling.pooler import Pooler
+
+
+def _as_config(config):
+    return config if isinstance(config, BertConfig) else BertConfig.from_dict(config)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertModel(keras.Model):
+    """The `bert` scope of the original: embeddings, encoder and pooler.
+
+    Every variable's `path` is its name in a Google checkpoint
+    (`bert/encoder/layer_3/attention/self/query/kernel`, ...), and `model.weights` lists them in
+    the order the original creates them. The variables depend only on the config, so the model
+    is built when it is constructed.
+
+    Inputs: a dict of int [batch, seq] tensors `input_ids`, `input_mask` (1 real, 0 padding)
+    and `segment_ids`.
+    Outputs: a dict with `embedding_output` [batch, seq, H], `all_encoder_layers` (a list of L
+    [batch, seq, H]), `sequence_output` (the last of them) and `pooled_output` [batch, H].
+    """
+
+    def __init__(self, config, name="bert", **kwargs):
+        """Args:
+        config: A `BertConfig` (or its dict).
+        name: Top-level scope; "bert" gives the original's variable names.
+        """
+        super().__init__(name=name, **kwargs)
+        self.config = _as_config(config)
+        self.embeddings = Embeddings(self.config, dtype=self.dtype_policy)
+        self.encoder = Encoder(self.config, dtype=self.dtype_policy)
+        self.pooler = Pooler(self.config, dtype=self.dtype_policy)
+        self.build()
+
+    def build(self, input_shape=None):
+        self.embeddings.build()
+        self.encoder.build()
+        self.pooler.build()
+
+    def call(self, inputs, training=False):
+        embedding_output = self.embeddings(
+            inputs["input_ids"], inputs["segment_ids"], training=training
+        )
+        all_encoder_layers = self.encoder(embedding_output, inputs["input_mask"], training=training)
+        sequence_output = all_encoder_layers[-1]
+        return {
+            "embedding_output": embedding_output,
+            "all_encoder_layers": all_encoder_layers,
+            "sequence_output": sequence_output,
+            "pooled_output": self.pooler(sequence_output),
+        }
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name, "dtype": self.dtype_policy}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPretrainer(keras.Model):
+    """`BertModel` plus the two pretraining heads of the original (`cls/predictions`,
+    `cls/seq_relationship`).
+
+    Inputs: `BertModel`'s, plus int [batch, P] `masked_lm_positions`.
+    Outputs: `BertModel`'s, plus `masked_lm_log_probs` [batch * P, V] and
+    `next_sentence_log_probs` [batch, 2] (float32).
+    """
+
+    def __init__(self, config, name="bert_pretrainer", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = _as_config(config)
+        self.bert = BertModel(self.config, dtype=self.dtype_policy)
+        self.cls = PretrainingHeads(self.config, dtype=self.dtype_policy)
+        # Built here, outside this model's own scope, so the paths start with `cls/` as the
+        # original's do (`bert/` comes from BertModel, built the same way).
+        self.cls.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        outputs = self.bert(inputs, training=training)
+        masked_lm_log_probs, next_sentence_log_probs = self.cls(
+            outputs["sequence_output"],
+            outputs["pooled_output"],
+            inputs["masked_lm_positions"],
+            self.bert.embeddings.word_embeddings,
+        )
+        return dict(
+            outputs,
+            masked_lm_log_probs=masked_lm_log_probs,
+            next_sentence_log_probs=next_sentence_log_probs,
+        )
+
+    get_config = BertModel.get_config
+    from_config = BertModel.from_config

@@ -1,0 +1,66 @@
+"""One `encoder/layer_{i}`: attention, then the feed-forward block, both post-LN."""
+
+import keras
+
+from bert_tf.modeling.activations import get_activation
+from bert_tf.modeling.attention import Attention
+from bert_tf.modeling.dense_output import DenseOutput
+from bert_tf.modeling.initializers import create_initializer
+
+
+class TransformerLayer(keras.layers.Layer):
+    """`attention` -> `intermediate` (dense to I with `hidden_act`) -> `output`.
+
+    Creates, in order: `attention/self/{query,key,value}`, `attention/output/{dense,LayerNorm}`,
+    `intermediate/dense`, `output/dense`, `output/LayerNorm`.
+    """
+
+    def __init__(self, config, name, **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: Variable scope, `layer_{i}` in the original.
+        """
+        super().__init__(name=name, **kwargs)
+        self.hidden_size = config.hidden_size
+        self.attention = Attention(config, dtype=self.dtype_policy)
+        self.intermediate = Intermediate(config, dtype=self.dtype_policy)
+        self.output_block = DenseOutput(config, config.intermediate_size, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.attention.build()
+        self.intermediate.build()
+        self.output_block.build()
+
+    def call(self, hidden_states, input_mask, training=False):
+        """Args:
+          hidden_states: float [batch, seq, H].
+          input_mask: [batch, seq] padding mask.
+          training: Whether dropout is on.
+
+        Returns:
+          float [batch, seq, H].
+        """
+        attention_output = self.attention(hidden_states, input_mask, training=training)
+        intermediate_output = self.intermediate(attention_output)
+        return self.output_block(intermediate_output, attention_output, training=training)
+
+
+class Intermediate(keras.layers.Layer):
+    """`intermediate/dense`: the widening dense layer [H, I] with `hidden_act`."""
+
+    def __init__(self, config, name="intermediate", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.hidden_size = config.hidden_size
+        self.dense = keras.layers.Dense(
+            config.intermediate_size,
+            activation=get_activation(config.hidden_act),
+            kernel_initializer=create_initializer(config.initializer_range),
+            name="dense",
+            dtype=self.dtype_policy,
+        )
+
+    def build(self, input_shape=None):
+        self.dense.build((None, self.hidden_size))
+
+    def call(self, x):
+        return self.dense(x)
