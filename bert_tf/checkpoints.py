@@ -172,7 +172,13 @@ def load_google_checkpoint(model, path, strict=True):
     values = []
     for weight in weights:
         if weight.path in shapes:
-            value = reader.get_tensor(weight.path)
+            try:
+                value = reader.get_tensor(weight.path)
+            except (tf.errors.OpError, IndexError, ValueError) as e:
+                raise ValueError(
+                    f"{prefix}: cannot read {weight.path} ({str(e).strip().splitlines()[0]}); "
+                    "the data file is truncated or corrupt. Nothing was loaded."
+                ) from None
             values.append((weight, np.asarray(value, dtype=weight.dtype)))
     for weight, value in values:
         weight.assign(value)

@@ -27,7 +27,7 @@ class DenseOutput(keras.layers.Layer):
             name="dense",
             dtype=self.dtype_policy,
         )
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):

@@ -22,7 +22,7 @@ class Embeddings(keras.layers.Layer):
         super().__init__(name=name, **kwargs)
         self.config = config
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         config = self.config

@@ -17,15 +17,19 @@ class LayerNorm(keras.layers.Layer):
         epsilon: Added to the variance; the original uses 1e-12.
         name: Variable scope; the original's is "LayerNorm".
         """
-        # autocast=False keeps gamma and beta in float32 under mixed precision.
-        super().__init__(name=name, autocast=False, **kwargs)
+        super().__init__(name=name, **kwargs)
         self.hidden_size = hidden_size
         self.epsilon = epsilon
 
     def build(self, input_shape=None):
-        # The original creates beta before gamma.
-        self.beta = self.add_weight(name="beta", shape=(self.hidden_size,), initializer="zeros")
-        self.gamma = self.add_weight(name="gamma", shape=(self.hidden_size,), initializer="ones")
+        # The original creates beta before gamma. autocast=False keeps them in float32 under
+        # mixed precision, where the normalisation is computed.
+        self.beta = self.add_weight(
+            name="beta", shape=(self.hidden_size,), initializer="zeros", autocast=False
+        )
+        self.gamma = self.add_weight(
+            name="gamma", shape=(self.hidden_size,), initializer="ones", autocast=False
+        )
 
     def call(self, x):
         x32 = ops.cast(x, "float32")

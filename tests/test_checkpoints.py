@@ -1,0 +1,145 @@
+"""Google checkpoint load/save: identity mapping, strictness, and clear errors on bad input."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertModel, BertPretrainer, load_google_checkpoint, save_google_checkpoint
+from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
+
+TRAIN_CKPT = os.path.join(FIXTURES_DIR, "google_tiny_train", "model.ckpt-3")
+
+
+def tiny_config(**overrides):
+    values = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG).to_dict()
+    values.update(overrides)
+    return BertConfig.from_dict(values)
+
+
+def snapshot(model):
+    return {w.path: np.array(w) for w in model.weights}
+
+
+def test_load_assigns_every_variable_from_the_checkpoint(fixtures_dir):
+    model = BertPretrainer(tiny_config())
+    report = load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    reader = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    assert len(report.loaded) == 46 and report.unused == [] and report.missing == []
+    for w in model.weights:
+        np.testing.assert_array_equal(np.asarray(w), reader.get_tensor(w.path), err_msg=w.path)
+
+
+def test_save_round_trips_names_shapes_and_bytes(fixtures_dir, tmp_path):
+    model = BertPretrainer(tiny_config())
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    prefix = save_google_checkpoint(model, str(tmp_path / "out" / "bert_model.ckpt"))
+    original = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    written = tf.train.load_checkpoint(prefix)
+    assert written.get_variable_to_shape_map() == original.get_variable_to_shape_map()
+    for name in original.get_variable_to_shape_map():
+        a, b = original.get_tensor(name), written.get_tensor(name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_model.ckpt.index",
+    ]
+
+
+def test_save_with_global_step(tmp_path):
+    model = BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1,
+                                 num_attention_heads=2, intermediate_size=16))
+    prefix = save_google_checkpoint(model, str(tmp_path / "m.ckpt"), global_step=7)
+    reader = tf.train.load_checkpoint(prefix)
+    assert reader.get_tensor("global_step") == 7
+    assert reader.get_variable_to_dtype_map()["global_step"] == tf.int64
+
+
+def test_bert_model_reports_the_heads_as_unused(fixtures_dir):
+    report = load_google_checkpoint(BertModel(tiny_config()), mf.GOOGLE_TINY_CKPT)
+    assert len(report.loaded) == 39
+    assert report.unused_weights == sorted(
+        n for n in tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT).get_variable_to_shape_map()
+        if n.startswith("cls/")
+    )
+    assert "cls/predictions/output_bias" in str(report)
+
+
+def test_training_checkpoint_skips_optimizer_slots(fixtures_dir):
+    model = BertPretrainer(tiny_config())
+    report = load_google_checkpoint(model, TRAIN_CKPT)
+    assert len(report.loaded) == 46
+    assert len(report.unused_optimizer_state) == 93  # 46 adam_m + 46 adam_v + global_step
+    assert report.unused_weights == []
+
+
+def test_directory_is_resolved_to_its_checkpoint(fixtures_dir):
+    report = load_google_checkpoint(BertPretrainer(tiny_config()), mf.GOOGLE_TINY)
+    assert report.checkpoint.endswith("bert_model.ckpt")
+
+
+def test_missing_variables_are_an_error_and_nothing_is_assigned(fixtures_dir, tmp_path):
+    source = BertModel(tiny_config())
+    load_google_checkpoint(source, mf.GOOGLE_TINY_CKPT)
+    prefix = save_google_checkpoint(source, str(tmp_path / "bert_only.ckpt"))
+    model = BertPretrainer(tiny_config())
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=r"7 model variables are not in the checkpoint: cls/"):
+        load_google_checkpoint(model, prefix)
+    after = snapshot(model)
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    report = load_google_checkpoint(model, prefix, strict=False)
+    assert len(report.missing) == 7 and len(report.loaded) == 39
+
+
+def test_wrong_config_names_the_variable_and_both_shapes(fixtures_dir):
+    model = BertModel(tiny_config(intermediate_size=256))
+    before = snapshot(model)
+    with pytest.raises(ValueError) as error:
+        load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    message = str(error.value)
+    assert "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [128, 512], model [128, 256]" in message
+    assert "bert_config.json" in message and "Nothing was loaded" in message
+    assert all(np.array_equal(before[k], np.asarray(w)) for k, w in
+               ((w.path, w) for w in model.weights))
+
+
+def test_more_layers_than_the_checkpoint_is_an_error(fixtures_dir):
+    with pytest.raises(ValueError, match=r"bert/encoder/layer_2/attention/self/query/kernel"):
+        load_google_checkpoint(BertModel(tiny_config(num_hidden_layers=3)), mf.GOOGLE_TINY_CKPT)
+
+
+def test_non_bert_checkpoint_is_an_error(tmp_path):
+    prefix = str(tmp_path / "other.ckpt")
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=["resnet/conv1/kernel"],
+                      shape_and_slices=[""], tensors=[tf.zeros([3, 3])])
+    with pytest.raises(ValueError, match=r"not a BERT checkpoint.*resnet/conv1/kernel"):
+        load_google_checkpoint(BertModel(tiny_config()), prefix)
+
+
+def test_missing_path_and_empty_directory(tmp_path):
+    with pytest.raises(ValueError, match=r"nope\.ckpt: no checkpoint here"):
+        load_google_checkpoint(BertModel(tiny_config()), str(tmp_path / "nope.ckpt"))
+    with pytest.raises(ValueError, match=r"directory has no checkpoint"):
+        load_google_checkpoint(BertModel(tiny_config()), str(tmp_path))
+
+
+def test_truncated_data_file_is_an_error_and_nothing_is_assigned(fixtures_dir, tmp_path):
+    for name in ("bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001"):
+        shutil.copy(os.path.join(mf.GOOGLE_TINY, name), tmp_path / name)
+    data = tmp_path / "bert_model.ckpt.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:1_000_000])
+    model = BertPretrainer(tiny_config())
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=r"truncated or corrupt"):
+        load_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+    assert all(np.array_equal(before[w.path], np.asarray(w)) for w in model.weights)
+
+
+def test_index_without_data_file(fixtures_dir, tmp_path):
+    shutil.copy(os.path.join(mf.GOOGLE_TINY, "bert_model.ckpt.index"), tmp_path / "m.ckpt.index")
+    with pytest.raises(ValueError, match=r"no m\.ckpt\.data-\* file"):
+        load_google_checkpoint(BertModel(tiny_config()), str(tmp_path / "m.ckpt"))

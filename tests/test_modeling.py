@@ -1,0 +1,186 @@
+"""The Keras model against the original: variable layout, outputs on the google_tiny fixture."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from bert_tf import (
+    BertConfig,
+    BertModel,
+    BertPretrainer,
+    load_google_checkpoint,
+    masked_lm_loss,
+    next_sentence_loss,
+)
+from bert_tf.modeling.layer_norm import LayerNorm
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return mf.reference_arrays()
+
+
+@pytest.fixture(scope="module")
+def pretrainer():
+    model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    return model
+
+
+def all_outputs(model, batch, training=False):
+    """Every fixture key computed by `model` (a BertPretrainer) on `batch`."""
+    out = model(mf.model_inputs(batch), training=training)
+    mlm, mlm_example = masked_lm_loss(
+        out["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"]
+    )
+    nsp, nsp_example = next_sentence_loss(
+        out["next_sentence_log_probs"], batch["next_sentence_labels"]
+    )
+    values = {
+        "embedding_output": out["embedding_output"],
+        "sequence_output": out["sequence_output"],
+        "pooled_output": out["pooled_output"],
+        "masked_lm_log_probs": out["masked_lm_log_probs"],
+        "masked_lm_example_loss": mlm_example,
+        "masked_lm_loss": mlm,
+        "next_sentence_log_probs": out["next_sentence_log_probs"],
+        "next_sentence_example_loss": nsp_example,
+        "next_sentence_loss": nsp,
+        "total_loss": mlm + nsp,
+    }
+    for i, layer in enumerate(out["all_encoder_layers"]):
+        values[f"encoder_layer_{i}"] = layer
+    return {key: np.asarray(value) for key, value in values.items()}
+
+
+def test_variable_paths_and_order_equal_the_original(fixtures_dir):
+    with open(os.path.join(mf.GOOGLE_TINY, "variables.json")) as f:
+        expected = json.load(f)["trainable_variables"]
+    model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    assert [(w.path, list(w.shape)) for w in model.weights] == [
+        (name, shape) for name, shape, _ in expected
+    ]
+    assert [w.path for w in model.trainable_weights] == [name for name, _, _ in expected]
+
+
+def test_bert_model_alone_has_the_bert_scope_only(fixtures_dir):
+    with open(os.path.join(mf.GOOGLE_TINY, "variables.json")) as f:
+        expected = [name for name, _, _ in json.load(f)["trainable_variables"]]
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    assert [w.path for w in model.weights] == [n for n in expected if n.startswith("bert/")]
+
+
+def test_initialisation_follows_the_original():
+    config = BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=1,
+                        num_attention_heads=4, intermediate_size=128, initializer_range=0.02)
+    weights = {w.path: np.asarray(w) for w in BertPretrainer(config).weights}
+    table = weights["bert/embeddings/word_embeddings"]
+    assert abs(table.std() - 0.02 * 0.88) < 0.002  # truncated at 2 stddev: std 0.88 * 0.02
+    assert np.abs(table).max() <= 0.04 + 1e-7
+    for name, value in weights.items():
+        if name.endswith(("bias", "beta")):
+            assert not value.any(), name
+        if name.endswith("gamma"):
+            assert (value == 1).all(), name
+
+
+@pytest.mark.parametrize("batch_name", mf.BATCHES)
+def test_outputs_match_the_original(pretrainer, reference, batch_name):
+    batch = reference[batch_name]
+    got = all_outputs(pretrainer, batch)
+    for key in mf.OUTPUT_KEYS:
+        np.testing.assert_allclose(
+            got[key], batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}"
+        )
+
+
+def test_dropout_only_in_training(pretrainer, reference):
+    batch = reference["b1"]
+    inputs = mf.model_inputs(batch)
+    first = np.asarray(pretrainer(inputs)["sequence_output"])
+    again = np.asarray(pretrainer(inputs, training=False)["sequence_output"])
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, batch["sequence_output"], atol=1e-5)
+    trained = np.asarray(pretrainer(inputs, training=True)["sequence_output"])
+    assert np.abs(trained - first).max() > 1e-2
+
+
+def test_padding_does_not_change_real_positions(pretrainer, reference):
+    batch = reference["b0"]
+    inputs = mf.model_inputs(batch)
+    row, real = 2, int(batch["input_mask"][2].sum())  # row 2 has 12 real tokens of 32
+    changed = dict(inputs, input_ids=inputs["input_ids"].copy())
+    changed["input_ids"][row, real:] = 1000
+    a = np.asarray(pretrainer(inputs)["sequence_output"])[row, :real]
+    b = np.asarray(pretrainer(changed)["sequence_output"])[row, :real]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_layer_norm_computes_in_float32_under_mixed_precision():
+    layer = LayerNorm(8, dtype="mixed_float16")
+    layer.build()
+    assert layer.beta.dtype == "float32" and layer.gamma.dtype == "float32"
+    x = np.linspace(-2000.0, 3000.0, 16).reshape(2, 8).astype("float16")
+    got = np.asarray(layer(x), dtype=np.float64)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(x64.var(-1, keepdims=True) + 1e-12)
+    assert np.isfinite(got).all()  # x**2 overflows float16 (max 65504)
+    np.testing.assert_allclose(got, want, atol=5e-3)
+
+
+def test_mixed_precision_model_is_close_to_float32(reference, fixtures_dir):
+    batch = reference["b1"]
+    model = BertPretrainer(
+        BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), dtype="mixed_float16"
+    )
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    assert all(w.dtype == "float32" for w in model.weights)
+    out = model(mf.model_inputs(batch))
+    assert keras.backend.standardize_dtype(out["sequence_output"].dtype) == "float16"
+    assert keras.backend.standardize_dtype(out["masked_lm_log_probs"].dtype) == "float32"
+    np.testing.assert_allclose(
+        np.asarray(out["sequence_output"], dtype=np.float32), batch["sequence_output"], atol=2e-2
+    )
+    np.testing.assert_allclose(
+        np.asarray(out["masked_lm_log_probs"]), batch["masked_lm_log_probs"], atol=5e-2
+    )
+
+
+_JAX_SCRIPT = """
+import os, sys
+import keras
+assert keras.backend.backend() == "jax", keras.backend.backend()
+import numpy as np
+sys.path.insert(0, {repo!r})
+from bert_tf import BertConfig, BertPretrainer, load_google_checkpoint
+from tests import model_fixtures as mf
+model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+worst = 0.0
+for name, batch in mf.reference_arrays().items():
+    out = model(mf.model_inputs(batch))
+    for key in ("embedding_output", "sequence_output", "pooled_output",
+                "masked_lm_log_probs", "next_sentence_log_probs"):
+        worst = max(worst, float(np.abs(np.asarray(out[key]) - batch[key]).max()))
+print("WORST", worst)
+"""
+
+
+def test_same_outputs_on_the_jax_backend(fixtures_dir):
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, "-c", _JAX_SCRIPT.format(repo=REPO)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    worst = float(result.stdout.split("WORST")[-1])
+    assert worst <= 1e-5, worst
