@@ -184,3 +184,16 @@ def test_same_outputs_on_the_jax_backend(fixtures_dir):
     assert result.returncode == 0, result.stderr[-3000:]
     worst = float(result.stdout.split("WORST")[-1])
     assert worst <= 1e-5, worst
+
+
+def test_keras_format_round_trip(pretrainer, reference, tmp_path):
+    path = str(tmp_path / "model.keras")
+    pretrainer.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded) is BertPretrainer
+    assert [w.path for w in loaded.weights] == [w.path for w in pretrainer.weights]
+    batch = reference["b0"]
+    np.testing.assert_allclose(
+        np.asarray(loaded(mf.model_inputs(batch))["masked_lm_log_probs"]),
+        batch["masked_lm_log_probs"], atol=1e-5,
+    )

@@ -13,8 +13,23 @@ def _as_config(config):
     return config if isinstance(config, BertConfig) else BertConfig.from_dict(config)
 
 
+class _SerializableByBertConfig:
+    """Keras (de)serialisation of a model whose whole structure follows from its `BertConfig`."""
+
+    def get_config(self):
+        return {
+            "config": self.config.to_dict(),
+            "name": self.name,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertModel(keras.Model):
+class BertModel(_SerializableByBertConfig, keras.Model):
     """The `bert` scope of the original: embeddings, encoder and pooler.
 
     Every variable's `path` is its name in a Google checkpoint
@@ -58,18 +73,10 @@ class BertModel(keras.Model):
             "pooled_output": self.pooler(sequence_output),
         }
 
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name, "dtype": self.dtype_policy}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(keras.Model):
+class BertPretrainer(_SerializableByBertConfig, keras.Model):
     """`BertModel` plus the two pretraining heads of the original (`cls/predictions`,
     `cls/seq_relationship`).
 
@@ -101,6 +108,3 @@ class BertPretrainer(keras.Model):
             masked_lm_log_probs=masked_lm_log_probs,
             next_sentence_log_probs=next_sentence_log_probs,
         )
-
-    get_config = BertModel.get_config
-    from_config = BertModel.from_config
