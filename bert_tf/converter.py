@@ -1,0 +1,224 @@
+"""Converting Google checkpoints to Keras and back, with a numeric check of every conversion.
+
+A converted model is run next to the float64 NumPy reference (`bert_tf.reference`, written from
+the math, not from the Keras code) on generated inputs with padding, and the largest absolute
+difference of each component is reported.
+"""
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+
+from bert_tf import reference
+from bert_tf.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix, save_google_checkpoint
+from bert_tf.config import BertConfig
+from bert_tf.modeling import BertModel, BertPretrainer
+
+# float32 against float64: the fixtures agree to 2e-6 for the tiny model; deeper and wider models
+# accumulate more rounding, so the default bound leaves room for BERT-Large.
+DEFAULT_TOLERANCE = 1e-4
+
+_HEAD_VARIABLES = ("cls/predictions/output_bias", "cls/seq_relationship/output_weights")
+
+
+@dataclasses.dataclass
+class Verification:
+    """Per-component largest absolute differences, Keras float32 vs NumPy float64.
+
+    Attributes:
+      rows: (component, max_abs_diff) in the order the model computes them.
+      tolerance: The bound each difference is checked against.
+    """
+
+    rows: list
+    tolerance: float
+
+    @property
+    def ok(self):
+        return all(diff <= self.tolerance for _, diff in self.rows)
+
+    @property
+    def max_abs_diff(self):
+        return max(diff for _, diff in self.rows)
+
+    def format_table(self):
+        """The rows as a fixed-width text table with a pass/fail column."""
+        width = max(len(name) for name, _ in self.rows)
+        lines = [f"{'component':<{width}}  max |keras - reference|", "-" * (width + 26)]
+        for name, diff in self.rows:
+            flag = "ok" if diff <= self.tolerance else "ABOVE TOLERANCE"
+            lines.append(f"{name:<{width}}  {diff:.3e}  {flag}")
+        verdict = "PASS" if self.ok else "FAIL"
+        lines.append(f"{verdict}: largest difference {self.max_abs_diff:.3e}, tolerance {self.tolerance:.1e}")
+        return "\n".join(lines)
+
+
+def make_check_inputs(config, batch_size=3, seq_length=64, max_predictions=8, seed=0):
+    """Random inputs that exercise padding, both segments and the MLM gather.
+
+    Row 0 is full length; the others are padded to shorter real lengths. Each row's second
+    half of real tokens is segment 1.
+
+    Args:
+      config: A `BertConfig`.
+      batch_size: Rows.
+      seq_length: Tokens per row, at most `config.max_position_embeddings`.
+      max_predictions: Masked LM positions per row.
+      seed: NumPy seed.
+
+    Returns:
+      A dict of int32 `input_ids`, `input_mask`, `segment_ids`, `masked_lm_positions`.
+    """
+    seq_length = min(seq_length, config.max_position_embeddings)
+    rng = np.random.RandomState(seed)
+    lengths = np.linspace(seq_length, max(2, seq_length // 4), batch_size).astype(int)
+    input_ids = rng.randint(0, config.vocab_size, size=(batch_size, seq_length))
+    positions = np.arange(seq_length)[None, :]
+    input_mask = (positions < lengths[:, None]).astype(np.int32)
+    segment_ids = ((positions >= (lengths // 2)[:, None]) & (input_mask == 1)).astype(np.int32)
+    segment_ids = np.minimum(segment_ids, config.type_vocab_size - 1)
+    input_ids = input_ids * input_mask
+    masked_lm_positions = np.stack(
+        [np.sort(rng.randint(0, length, size=max_predictions)) for length in lengths]
+    )
+    return {
+        "input_ids": input_ids.astype(np.int32),
+        "input_mask": input_mask,
+        "segment_ids": segment_ids,
+        "masked_lm_positions": masked_lm_positions.astype(np.int32),
+    }
+
+
+def verify_against_reference(model, weights, config, inputs, tolerance=DEFAULT_TOLERANCE):
+    """Runs `model` and the float64 reference on `inputs` and compares every component.
+
+    Args:
+      model: A `BertModel` or `BertPretrainer` holding `weights`.
+      weights: Google name -> array, as `reference.load_checkpoint_weights` returns.
+      config: The `BertConfig` of both.
+      inputs: As `make_check_inputs` returns.
+      tolerance: Bound for `Verification.ok`.
+
+    Returns:
+      A `Verification`.
+    """
+    with_heads = isinstance(model, BertPretrainer)
+    model_inputs = inputs if with_heads else {k: v for k, v in inputs.items() if k != "masked_lm_positions"}
+    got = model(model_inputs, training=False)
+    want = reference.reference_forward(
+        weights,
+        config,
+        inputs["input_ids"],
+        inputs["input_mask"],
+        inputs["segment_ids"],
+        masked_lm_positions=inputs["masked_lm_positions"] if with_heads else None,
+    )
+    pairs = [("bert/embeddings", got["embedding_output"], want["embedding_output"])]
+    for i, layer_output in enumerate(got["all_encoder_layers"]):
+        pairs.append((f"bert/encoder/layer_{i}", layer_output, want[f"encoder_layer_{i}"]))
+    pairs.append(("bert/pooler", got["pooled_output"], want["pooled_output"]))
+    if with_heads:
+        pairs.append(("cls/predictions", got["masked_lm_log_probs"], want["masked_lm_log_probs"]))
+        pairs.append(
+            ("cls/seq_relationship", got["next_sentence_log_probs"], want["next_sentence_log_probs"])
+        )
+    rows = [
+        (name, float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b)))))
+        for name, a, b in pairs
+    ]
+    return Verification(rows=rows, tolerance=tolerance)
+
+
+@dataclasses.dataclass
+class Conversion:
+    """The result of `google_to_keras`: the model, what was loaded, and the check."""
+
+    model: keras.Model
+    load_report: object
+    verification: Verification
+
+
+def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DEFAULT_TOLERANCE, seed=0):
+    """Loads a Google checkpoint into Keras, checks it against the reference, optionally saves it.
+
+    The model is a `BertPretrainer` when the checkpoint has the pretraining heads, else a
+    `BertModel`.
+
+    Args:
+      bert_config_file: The checkpoint's `bert_config.json`.
+      init_checkpoint: Checkpoint prefix or directory.
+      output: If given, where to write the Keras model: a `.keras` file (the whole model) or
+        a `.weights.h5` file (weights only; rebuild with the config). Only written if the
+        check passes; written to a temporary name, then renamed.
+      tolerance: Largest allowed difference from the reference.
+      seed: Seed of the generated check inputs.
+
+    Returns:
+      A `Conversion`.
+
+    Raises:
+      ValueError: Bad config, checkpoint or output name (the message names it).
+    """
+    if output and not output.endswith((".keras", ".weights.h5")):
+        raise ValueError(f"{output}: the output must end in .keras or .weights.h5")
+    config = BertConfig.from_json_file(bert_config_file)
+    prefix = resolve_checkpoint_prefix(init_checkpoint)
+    names = reference.checkpoint_variable_names(prefix)
+    model_class = BertPretrainer if all(n in names for n in _HEAD_VARIABLES) else BertModel
+    model = model_class(config)
+    report = load_google_checkpoint(model, prefix)
+    # The reference reads the checkpoint itself, so a loading mistake cannot hide.
+    weights = reference.load_checkpoint_weights(prefix)
+    verification = verify_against_reference(
+        model, weights, config, make_check_inputs(config, seed=seed), tolerance
+    )
+    if output and verification.ok:
+        save_keras(model, output)
+    return Conversion(model=model, load_report=report, verification=verification)
+
+
+def save_keras(model, output):
+    """Saves a model as `.keras` or `.weights.h5`, through a temporary name."""
+    directory = os.path.dirname(os.path.abspath(output))
+    os.makedirs(directory, exist_ok=True)
+    suffix = ".weights.h5" if output.endswith(".weights.h5") else ".keras"
+    tmp = f"{output[: -len(suffix)]}.tmp-{os.getpid()}{suffix}"
+    if suffix == ".keras":
+        model.save(tmp)
+    else:
+        model.save_weights(tmp)
+    os.replace(tmp, output)
+
+
+def keras_to_google(keras_model, output_checkpoint):
+    """Writes a Keras model as a Google checkpoint plus `bert_config.json`, and checks the bytes.
+
+    Args:
+      keras_model: A bert_tf model, or the path of one saved as `.keras`.
+      output_checkpoint: The prefix to write, e.g. `out/bert_model.ckpt`; the config goes to
+        `bert_config.json` in the same directory.
+
+    Returns:
+      The model that was written.
+
+    Raises:
+      ValueError: The `.keras` file is missing or not a bert_tf model, or the written
+        checkpoint does not read back identically.
+    """
+    if isinstance(keras_model, str):
+        if not os.path.exists(keras_model):
+            raise ValueError(f"{keras_model}: no such Keras model file")
+        path, keras_model = keras_model, keras.models.load_model(keras_model)
+        if not isinstance(keras_model, (BertModel, BertPretrainer)):
+            raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
+    save_google_checkpoint(keras_model, output_checkpoint)
+    keras_model.config.to_json_file(
+        os.path.join(os.path.dirname(os.path.abspath(output_checkpoint)), "bert_config.json")
+    )
+    written = reference.load_checkpoint_weights(output_checkpoint)
+    for weight in keras_model.weights:
+        if np.asarray(weight).tobytes() != written[weight.path].tobytes():
+            raise ValueError(f"{output_checkpoint}: {weight.path} did not read back identically")
+    return keras_model

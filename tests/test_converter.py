@@ -1,0 +1,91 @@
+"""The converter: Google -> Keras -> Google, and its numeric check can fail."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import converter, reference
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_tool(*args):
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "convert_checkpoint.py"), *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def conversion():
+    return converter.google_to_keras(mf.GOOGLE_TINY_CONFIG, mf.GOOGLE_TINY_CKPT)
+
+
+def test_google_to_keras_matches_the_reference_per_layer(fixtures_dir, conversion):
+    rows = dict(conversion.verification.rows)
+    assert list(rows) == [
+        "bert/embeddings", "bert/encoder/layer_0", "bert/encoder/layer_1", "bert/pooler",
+        "cls/predictions", "cls/seq_relationship",
+    ]
+    assert all(diff <= 1e-5 for diff in rows.values()), rows
+    assert conversion.verification.ok
+    assert "PASS" in conversion.verification.format_table()
+
+
+def test_the_check_fails_on_a_wrong_model(fixtures_dir, conversion):
+    model = conversion.model
+    layer_norm = model.bert.encoder.transformer_layers[1].output_block.layer_norm
+    layer_norm.epsilon = 1e-3  # Keras' default instead of the original's 1e-12
+    try:
+        weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+        inputs = converter.make_check_inputs(model.config)
+        result = converter.verify_against_reference(model, weights, model.config, inputs)
+    finally:
+        layer_norm.epsilon = 1e-12
+    rows = dict(result.rows)
+    assert not result.ok
+    assert rows["bert/encoder/layer_0"] <= 1e-5 < rows["bert/encoder/layer_1"]
+    assert "ABOVE TOLERANCE" in result.format_table()
+
+
+def test_check_inputs_have_padding_and_both_segments(fixtures_dir, conversion):
+    inputs = converter.make_check_inputs(conversion.model.config)
+    mask = inputs["input_mask"]
+    assert mask[0].all() and not mask[-1].all()
+    assert set(np.unique(inputs["segment_ids"][mask == 1])) == {0, 1}
+    lengths = mask.sum(1)
+    assert (inputs["masked_lm_positions"] < lengths[:, None]).all()
+
+
+def test_round_trip_through_the_tool(fixtures_dir, tmp_path):
+    keras_file = str(tmp_path / "tiny.keras")
+    result = run_tool(f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+                      f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}", f"--output={keras_file}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "PASS" in result.stdout and "bert/encoder/layer_1" in result.stdout
+    assert "4,433,468" in result.stdout  # the parameter table's total, as variables.json
+    assert os.path.exists(keras_file)
+
+    prefix = str(tmp_path / "back" / "bert_model.ckpt")
+    result = run_tool(f"--keras_model={keras_file}", f"--output={prefix}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    original = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    written = tf.train.load_checkpoint(prefix)
+    assert written.get_variable_to_shape_map() == original.get_variable_to_shape_map()
+    for name in original.get_variable_to_shape_map():
+        assert written.get_tensor(name).tobytes() == original.get_tensor(name).tobytes(), name
+    assert os.path.exists(tmp_path / "back" / "bert_config.json")
+
+
+def test_tool_errors_are_one_line(fixtures_dir, tmp_path):
+    result = run_tool(f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+                      f"--init_checkpoint={tmp_path}/missing.ckpt")
+    assert result.returncode == 2
+    assert "missing.ckpt: no checkpoint here" in result.stderr
+    result = run_tool(f"--keras_model={tmp_path}/none.keras", f"--output={tmp_path}/x.ckpt")
+    assert result.returncode == 2 and "none.keras: no such Keras model file" in result.stderr
