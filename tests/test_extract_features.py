@@ -1,0 +1,119 @@
+"""extract_features against the float64 reference on ids taken from the tokenizer fixture."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf import BertConfig, BertModel, features, load_google_checkpoint, reference
+from bert_tf.tokenization import FullTokenizer
+from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
+CLS, SEP = 101, 102  # ids of [CLS] and [SEP] in the bert-base-uncased vocab
+
+
+@pytest.fixture(scope="module")
+def model():
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    return model
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+
+
+def fixture_lines(count):
+    with open(os.path.join(FIXTURES_DIR, "tokenization", "sample_text.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return [row for row in rows if row["ids"]][:count]
+
+
+def reference_layers(weights, config, ids, segments, seq_length):
+    """Every layer of the float64 reference for one packed, padded sequence."""
+    input_ids = np.zeros((1, seq_length), np.int32)
+    input_ids[0, : len(ids)] = ids
+    mask = (input_ids != 0).astype(np.int32)
+    mask[0, : len(ids)] = 1
+    segment_ids = np.zeros((1, seq_length), np.int32)
+    segment_ids[0, : len(segments)] = segments
+    out = reference.reference_forward(weights, config, input_ids, mask, segment_ids)
+    return [out[f"encoder_layer_{i}"][0] for i in range(config.num_hidden_layers)]
+
+
+def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
+    rows = fixture_lines(3)
+    seq_length = 48
+    examples = [features.InputExample(i, row["text"]) for i, row in enumerate(rows)]
+    results = list(features.extract_features(
+        model, FullTokenizer(VOCAB, True), examples, seq_length, [-1, -2], batch_size=2))
+    assert [r["linex_index"] for r in results] == [0, 1, 2]
+    for row, result in zip(rows, results):
+        tokens = ["[CLS]"] + row["tokens"][: seq_length - 2] + ["[SEP]"]
+        ids = [CLS] + row["ids"][: seq_length - 2] + [SEP]
+        assert [f["token"] for f in result["features"]] == tokens
+        layers = reference_layers(weights, model.config, ids, [0] * len(ids), seq_length)
+        for position, feature in enumerate(result["features"]):
+            assert [layer["index"] for layer in feature["layers"]] == [-1, -2]
+            for layer, want in zip(feature["layers"], (layers[-1], layers[-2])):
+                np.testing.assert_allclose(layer["values"], want[position], atol=1e-5)
+
+
+def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
+    a, b = fixture_lines(2)
+    seq_length = 32  # the pair has 44 wordpieces: truncated longest-first to 29
+    example = features.InputExample(7, a["text"], b["text"])
+    (result,) = features.extract_features(
+        model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
+    tokens_a, tokens_b = list(a["ids"]), list(b["ids"])
+    assert len(tokens_a) + len(tokens_b) > seq_length - 3
+    while len(tokens_a) + len(tokens_b) > seq_length - 3:
+        (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+    ids = [CLS] + tokens_a + [SEP] + tokens_b + [SEP]
+    segments = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    assert len(result["features"]) == len(ids) == seq_length
+    want = reference_layers(weights, model.config, ids, segments, seq_length)[-1]
+    got = np.array([f["layers"][0]["values"] for f in result["features"]])
+    np.testing.assert_allclose(got, want[: len(ids)], atol=1e-5)
+
+
+def test_read_examples_splits_pairs(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"  one  \nleft ||| right\n\xff\xfebroken utf8\n")
+    examples = list(features.read_examples(str(path)))
+    assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
+        (0, "one", None), (1, "left", "right"), (2, "broken utf8", None)]
+    with pytest.raises(ValueError, match=r"nothere\.txt: no such input file"):
+        list(features.read_examples(str(tmp_path / "nothere.txt")))
+
+
+def run_tool(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("Hello world.\nWho was Jim Henson ? ||| Jim Henson was a puppeteer .\n")
+    output = tmp_path / "out.jsonl"
+    common = [f"--input_file={source}", f"--vocab_file={VOCAB}",
+              f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}", f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+              "--max_seq_length=16"]
+    result = run_tool(*common, f"--output_file={output}", "--layers=-1,0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [list(r) for r in records] == [["linex_index", "features"]] * 2
+    assert [f["token"] for f in records[0]["features"]] == ["[CLS]", "hello", "world", ".", "[SEP]"]
+    layer = records[1]["features"][0]["layers"][1]
+    assert list(layer) == ["index", "values"] and layer["index"] == 0 and len(layer["values"]) == 128
+
+    result = run_tool(*common, f"--output_file={tmp_path}/bad.jsonl", "--layers=-3")
+    assert result.returncode == 2 and "--layers [-3] outside the model's 2 layers" in result.stderr
+    assert not os.path.exists(tmp_path / "bad.jsonl")

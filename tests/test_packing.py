@@ -1,0 +1,43 @@
+"""Input packing and pair truncation, as the original's classifier/feature code."""
+
+import os
+
+import pytest
+
+from bert_tf.packing import pack_inputs, truncate_seq_pair
+from bert_tf.tokenization import FullTokenizer
+from tests.conftest import FIXTURES_DIR
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return FullTokenizer(os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt"), True)
+
+
+@pytest.mark.parametrize(
+    "len_a, len_b, max_length, want",
+    [(5, 5, 10, (5, 5)), (8, 3, 6, (3, 3)), (4, 4, 5, (3, 2)), (2, 9, 7, (2, 5)), (0, 4, 2, (0, 2))],
+)
+def test_truncate_longest_first_from_the_end(len_a, len_b, max_length, want):
+    a, b = list(range(len_a)), list(range(100, 100 + len_b))
+    truncate_seq_pair(a, b, max_length)
+    assert (len(a), len(b)) == want
+    assert a == list(range(want[0])) and b == list(range(100, 100 + want[1]))
+
+
+def test_pair(tokenizer, fixtures_dir):
+    packed = pack_inputs(["the", "dog"], ["is", "hairy", "."], 10, tokenizer)
+    assert packed["tokens"] == ["[CLS]", "the", "dog", "[SEP]", "is", "hairy", ".", "[SEP]"]
+    assert packed["input_ids"] == [101, 1996, 3899, 102, 2003, 15892, 1012, 102, 0, 0]
+    assert packed["input_mask"] == [1] * 8 + [0, 0]
+    assert packed["segment_ids"] == [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
+
+
+def test_single_is_cut_to_leave_room_for_cls_and_sep(tokenizer, fixtures_dir):
+    tokens = ["the"] * 10
+    packed = pack_inputs(tokens, None, 6, tokenizer)
+    assert packed["tokens"] == ["[CLS]", "the", "the", "the", "the", "[SEP]"]
+    assert packed["input_mask"] == [1] * 6 and packed["segment_ids"] == [0] * 6
+    assert tokens == ["the"] * 10  # the caller's list is not modified
+    with pytest.raises(ValueError, match="too short"):
+        pack_inputs(["a"], ["b"], 2, tokenizer)

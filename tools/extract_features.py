@@ -1,0 +1,68 @@
+"""Extracts per-token BERT activations to JSON lines, with the original extract_features.py flags.
+
+  python tools/extract_features.py --input_file=in.txt --output_file=out.jsonl \
+      --vocab_file=vocab.txt --bert_config_file=bert_config.json \
+      --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+flags.DEFINE_string("input_file", None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').")
+flags.DEFINE_string("output_file", None, "JSON lines file to write.")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (negative: from the top).")
+flags.DEFINE_string("bert_config_file", None, "The bert_config.json of the checkpoint.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+flags.DEFINE_string("init_checkpoint", None, "Google checkpoint prefix or directory.")
+flags.DEFINE_string("vocab_file", None, "The vocab.txt the model was trained with.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
+flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
+
+for _name in ("input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"):
+    flags.mark_flag_as_required(_name)
+
+FLAGS = flags.FLAGS
+
+
+def _with_progress(records):
+    import keras
+
+    progress = keras.utils.Progbar(None, unit_name="example")
+    for count, record in enumerate(records, start=1):
+        progress.update(count)
+        yield record
+
+
+def main(argv):
+    del argv
+    from bert_tf import BertConfig, BertModel, features, load_google_checkpoint, tokenization
+
+    try:
+        layer_indexes = [int(x) for x in FLAGS.layers.split(",")]
+    except ValueError:
+        print(f"error: --layers must be comma-separated integers, got {FLAGS.layers!r}", file=sys.stderr)
+        return 2
+    try:
+        tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+        tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+        model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
+        logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
+        records = features.extract_features(
+            model,
+            tokenizer,
+            features.read_examples(FLAGS.input_file),
+            FLAGS.max_seq_length,
+            layer_indexes,
+            FLAGS.batch_size,
+        )
+        count = features.write_jsonl(_with_progress(records), FLAGS.output_file)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"Wrote features of {count} examples to {FLAGS.output_file}")
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(lambda argv: sys.exit(main(argv)))
