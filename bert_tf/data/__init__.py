@@ -1,0 +1,15 @@
+"""Pretraining data: corpus -> instances -> masked examples -> TFRecords, and the reader."""
+
+from bert_tf.data.pipeline import PretrainingDataOptions, Summary, create_pretraining_data
+
+
+def __getattr__(name):
+    # The reader needs TensorFlow; the writer side does not, so it is imported on demand.
+    if name == "make_pretraining_dataset":
+        from bert_tf.data.dataset import make_pretraining_dataset
+
+        return make_pretraining_dataset
+    raise AttributeError(f"module 'bert_tf.data' has no attribute {name!r}")
+
+
+__all__ = ["PretrainingDataOptions", "Summary", "create_pretraining_data", "make_pretraining_dataset"]

@@ -1,0 +1,92 @@
+"""Reading pretraining TFRecords as a `tf.data.Dataset`, for the trainer."""
+
+import tensorflow as tf
+
+
+def feature_spec(max_seq_length, max_predictions_per_seq):
+    """The records' schema, as `tf.io.parse_example` takes it."""
+    ints = lambda n: tf.io.FixedLenFeature([n], tf.int64)  # noqa: E731
+    return {
+        "input_ids": ints(max_seq_length),
+        "input_mask": ints(max_seq_length),
+        "segment_ids": ints(max_seq_length),
+        "masked_lm_positions": ints(max_predictions_per_seq),
+        "masked_lm_ids": ints(max_predictions_per_seq),
+        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": ints(1),
+    }
+
+
+def decode_records(serialized, max_seq_length, max_predictions_per_seq):
+    """Parses a batch of serialized examples; int64 features become int32 (as the original's
+    `_decode_record`, since TPUs take int32 only)."""
+    features = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+    return {
+        name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+        for name, value in features.items()
+    }
+
+
+def make_pretraining_dataset(
+    input_patterns,
+    batch_size,
+    max_seq_length,
+    max_predictions_per_seq,
+    is_training=True,
+    input_context=None,
+    num_parallel_reads=4,
+    shuffle_buffer_size=100,
+    drop_remainder=True,
+    seed=None,
+):
+    """Batches of pretraining features from TFRecord files.
+
+    Training: the files are sharded over input pipelines (`input_context`), shuffled and
+    repeated, read `num_parallel_reads` at a time interleaved, and the records shuffled.
+    Evaluation: the files in order, once.
+
+    Args:
+      input_patterns: A glob pattern, a comma-separated string of them, or a list.
+      batch_size: Examples per batch of this input pipeline (per worker).
+      max_seq_length, max_predictions_per_seq: As the records were written.
+      is_training: Shuffle and repeat.
+      input_context: A `tf.distribute.InputContext`; each pipeline reads its share of files.
+      num_parallel_reads: Files read at once.
+      shuffle_buffer_size: Records shuffle buffer (training).
+      drop_remainder: Drop a last partial batch (static shapes, as TPUs need).
+      seed: Shuffle seed, for reproducible order.
+
+    Returns:
+      A `tf.data.Dataset` of dicts: int32 `input_ids`, `input_mask`, `segment_ids` [B, S],
+      `masked_lm_positions`, `masked_lm_ids` [B, P], float32 `masked_lm_weights` [B, P],
+      int32 `next_sentence_labels` [B, 1].
+
+    Raises:
+      ValueError: No file matches the patterns.
+    """
+    if isinstance(input_patterns, str):
+        input_patterns = [p for p in input_patterns.split(",") if p]
+    files = sorted(f for pattern in input_patterns for f in tf.io.gfile.glob(pattern))
+    if not files:
+        raise ValueError(f"no TFRecord file matches {', '.join(input_patterns)}")
+
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(len(files), seed=seed).repeat()
+        dataset = dataset.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(num_parallel_reads, len(files)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=seed is not None,
+        )
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    else:
+        dataset = tf.data.TFRecordDataset(dataset)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(
+        lambda records: decode_records(records, max_seq_length, max_predictions_per_seq),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE)

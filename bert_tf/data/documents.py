@@ -1,0 +1,120 @@
+"""Reading a text corpus into documents of tokenized segments, stored as compact int arrays.
+
+Input format (the original's): one sentence (segment) per line, a blank line between
+documents. Lines are decoded as UTF-8 with invalid bytes dropped and stripped of surrounding
+whitespace; lines that tokenize to nothing are skipped.
+"""
+
+import array
+import glob
+import logging
+import os
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+def expand_input_patterns(input_file):
+    """The files matched by a comma-separated list of glob patterns, in the original's order.
+
+    Raises:
+      ValueError: A pattern matches no file; the message names it.
+    """
+    files = []
+    for pattern in input_file.split(","):
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matches = sorted(glob.glob(pattern))
+        matches = [path for path in matches if os.path.isfile(path)]
+        if not matches:
+            raise ValueError(f"--input_file: {pattern!r} matches no file")
+        files.extend(matches)
+    if not files:
+        raise ValueError("--input_file: no input files given")
+    return files
+
+
+class Corpus:
+    """Documents of segments of token ids, held in three flat arrays.
+
+    `tokens` holds every id; segment `s` is `tokens[segment_starts[s]:segment_starts[s + 1]]`;
+    document `d` is segments `document_starts[d]` to `document_starts[d + 1]`. Four bytes a
+    token instead of a Python string each.
+    """
+
+    def __init__(self, tokens, segment_starts, document_starts):
+        self.tokens = tokens
+        self.segment_starts = segment_starts
+        self.document_starts = document_starts
+
+    @property
+    def num_documents(self):
+        return len(self.document_starts) - 1
+
+    @property
+    def num_tokens(self):
+        return len(self.tokens)
+
+    def document(self, index):
+        """Document `index` as a list of segments, each a list of ids."""
+        starts = self.segment_starts
+        first, last = self.document_starts[index], self.document_starts[index + 1]
+        flat = self.tokens[starts[first]:starts[last]].tolist()
+        base = starts[first]
+        return [flat[starts[s] - base:starts[s + 1] - base] for s in range(first, last)]
+
+
+class CorpusBuilder:
+    """Accumulates tokenized lines into a `Corpus`, following the original's document rules."""
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self._vocab = tokenizer.vocab
+        self._tokens = array.array("i")
+        self._segment_starts = array.array("q", [0])
+        self._document_starts = array.array("q", [0])
+        self._open_segments = 0  # segments of the document being read
+
+    def add_line(self, line):
+        """Adds one decoded line: a blank line ends the current document."""
+        line = line.strip()
+        if not line:
+            self.end_document()
+            return
+        tokens = self._tokenizer.tokenize(line)
+        if tokens:
+            self._tokens.extend([self._vocab[token] for token in tokens])
+            self._segment_starts.append(len(self._tokens))
+            self._open_segments += 1
+
+    def end_document(self):
+        """Closes the current document (empty documents are dropped, as in the original)."""
+        if self._open_segments:
+            self._document_starts.append(len(self._segment_starts) - 1)
+            self._open_segments = 0
+
+    def add_file(self, path, start=0, end=None):
+        """Adds the lines of `path` (of its byte range [start, end) if given).
+
+        The end of a file ends the document being read, as in the original, where documents
+        never continue across files.
+        """
+        with open(path, "rb") as reader:
+            reader.seek(start)
+            position = start
+            for raw in reader:
+                if end is not None and position >= end:
+                    break
+                position += len(raw)
+                self.add_line(raw.decode("utf-8", "ignore"))
+        self.end_document()
+
+    def build(self):
+        self.end_document()
+        return Corpus(
+            np.frombuffer(self._tokens, dtype=np.int32),
+            np.frombuffer(self._segment_starts, dtype=np.int64),
+            np.frombuffer(self._document_starts, dtype=np.int64),
+        )

@@ -1,0 +1,144 @@
+"""Pretraining examples as serialized `tf.train.Example` protos, and the files that hold them.
+
+The schema is the original's, features in its order: `input_ids`, `input_mask`, `segment_ids`,
+`masked_lm_positions`, `masked_lm_ids` (int64 lists), `masked_lm_weights` (float list),
+`next_sentence_labels` (one int64). The proto is encoded here directly, which is several
+times faster than building `tf.train.Example` objects; `tests/test_pretraining_examples.py`
+checks the bytes with `tf.io.parse_single_example`.
+"""
+
+import os
+import struct
+
+FEATURE_NAMES = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "next_sentence_labels",
+)
+
+
+def _varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _length_delimited(field_tag, payload):
+    """One length-delimited protobuf field: tag byte, varint length, payload."""
+    return bytes([field_tag]) + _varint(len(payload)) + payload
+
+
+class ExampleEncoder:
+    """Encodes pretraining instances as serialized `tf.train.Example` bytes.
+
+    Args:
+      max_seq_length: Length of `input_ids`, `input_mask`, `segment_ids`.
+      max_predictions_per_seq: Length of the three `masked_lm_*` lists.
+      max_value: Largest integer to encode (the vocabulary size at least); their varints are
+        precomputed.
+    """
+
+    def __init__(self, max_seq_length, max_predictions_per_seq, max_value):
+        self.max_seq_length = max_seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self._varints = [_varint(v) for v in range(max(max_value, max_seq_length) + 1)]
+        # Map entries are `key` (field 1) and `value` (field 2, a Feature).
+        self._keys = {name: _length_delimited(0x0A, name.encode()) for name in FEATURE_NAMES}
+
+    def _int64_feature(self, name, values, length):
+        varints = self._varints
+        packed = b"".join([varints[v] for v in values]) + varints[0] * (length - len(values))
+        feature = _length_delimited(0x1A, _length_delimited(0x0A, packed))  # Feature.int64_list
+        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
+
+    def _float_feature(self, name, values, length):
+        packed = struct.pack(f"<{length}f", *values, *([0.0] * (length - len(values))))
+        feature = _length_delimited(0x12, _length_delimited(0x0A, packed))  # Feature.float_list
+        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
+
+    def encode(self, input_ids, num_segment_a, masked_lm_positions, masked_lm_ids, is_random_next):
+        """Serializes one instance.
+
+        Args:
+          input_ids: The ids of `[CLS] a [SEP] b [SEP]` (unpadded).
+          num_segment_a: Length of `[CLS] a [SEP]` (those tokens have segment 0, the rest 1).
+          masked_lm_positions: Sorted masked positions.
+          masked_lm_ids: The original ids at those positions.
+          is_random_next: Whether b is a random segment (label 1) or the real next one (0).
+
+        Returns:
+          The serialized `tf.train.Example`.
+        """
+        n, seq, preds = len(input_ids), self.max_seq_length, self.max_predictions_per_seq
+        if n > seq or len(masked_lm_positions) > preds:
+            raise ValueError(
+                f"instance of {n} tokens and {len(masked_lm_positions)} predictions does not fit "
+                f"max_seq_length {seq} / max_predictions_per_seq {preds}"
+            )
+        features = b"".join(
+            (
+                self._int64_feature("input_ids", input_ids, seq),
+                self._int64_feature("input_mask", [1] * n, seq),
+                self._int64_feature("segment_ids", [0] * num_segment_a + [1] * (n - num_segment_a), seq),
+                self._int64_feature("masked_lm_positions", masked_lm_positions, preds),
+                self._int64_feature("masked_lm_ids", masked_lm_ids, preds),
+                self._float_feature("masked_lm_weights", [1.0] * len(masked_lm_ids), preds),
+                self._int64_feature("next_sentence_labels", [1 if is_random_next else 0], 1),
+            )
+        )
+        return _length_delimited(0x0A, features)  # Example.features
+
+
+class RecordWriter:
+    """Writes records round-robin over several TFRecord files, each under a temporary name
+    until `close()` renames it into place, so an interrupted run leaves no finished-looking file.
+
+    Args:
+      output_files: Paths of the TFRecord files to write.
+    """
+
+    def __init__(self, output_files):
+        import tensorflow as tf  # TFRecord framing (length, CRC32C) comes from TensorFlow
+
+        self.output_files = list(output_files)
+        self._tmp_files = [f"{path}.tmp-{os.getpid()}" for path in self.output_files]
+        for path in self.output_files:
+            directory = os.path.dirname(os.path.abspath(path))
+            os.makedirs(directory, exist_ok=True)
+        self._writers = [tf.io.TFRecordWriter(tmp) for tmp in self._tmp_files]
+        self._next = 0
+        self.count = 0
+
+    def write(self, record):
+        self._writers[self._next].write(record)
+        self._next = (self._next + 1) % len(self._writers)
+        self.count += 1
+
+    def close(self):
+        """Flushes every file and renames it to its final name."""
+        for writer, tmp, path in zip(self._writers, self._tmp_files, self.output_files):
+            writer.close()
+            os.replace(tmp, path)
+
+    def abort(self):
+        """Closes and deletes the temporary files (after an error)."""
+        for writer, tmp in zip(self._writers, self._tmp_files):
+            writer.close()
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,297 @@
+"""`create_pretraining_data`: text corpus -> pretraining TFRecords, exact or sharded and parallel.
+
+Exact mode (`num_workers=0`, the default) is the original's algorithm on one `random.Random`:
+the same input, vocab, flags and seed give the same examples in the same order.
+
+Scale mode (`num_workers=N`) cuts the input into shards of about `shard_size_mb` at document
+boundaries. Each shard is the original's algorithm on its own documents with its own
+`random.Random`, seeded from the seed and the shard index, and is written to its own file
+`<output_file>-SSSSS-of-NNNNN`. Memory is bounded by a shard, workers run in parallel, and
+reruns give the same files. The worker processes do not load TensorFlow: they return serialized
+examples and this process frames them into TFRecords.
+"""
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+import random
+import time
+
+from bert_tf.data.documents import CorpusBuilder, expand_input_patterns
+from bert_tf.data.examples import ExampleEncoder, RecordWriter
+from bert_tf.data.instances import create_instances
+from bert_tf.data.masking import Masker
+from bert_tf.progress import Progress
+from bert_tf.tokenization import FullTokenizer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataOptions:
+    """The original's flags (and defaults) that decide the examples."""
+
+    vocab_file: str
+    do_lower_case: bool = True
+    do_whole_word_mask: bool = False
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    random_seed: int = 12345
+    dupe_factor: int = 10
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+
+    def validate(self):
+        if self.max_seq_length < 5:
+            raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}")
+        if self.dupe_factor < 1:
+            raise ValueError(f"--dupe_factor must be positive, got {self.dupe_factor}")
+        for name in ("masked_lm_prob", "short_seq_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"--{name} must be in [0, 1], got {getattr(self, name)}")
+
+
+@dataclasses.dataclass
+class Summary:
+    """What a run wrote."""
+
+    documents: int = 0
+    instances: int = 0
+    tokens: int = 0
+    masked: int = 0
+    random_next: int = 0
+    output_files: list = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, other):
+        for field in ("documents", "instances", "tokens", "masked", "random_next"):
+            setattr(self, field, getattr(self, field) + getattr(other, field))
+        self.output_files.extend(other.output_files)
+
+    def format(self):
+        n = max(self.instances, 1)
+        return "\n".join(
+            [
+                f"Wrote {self.instances:,} instances from {self.documents:,} documents "
+                f"in {self.seconds:.1f} s ({self.instances / max(self.seconds, 1e-9):,.0f} instances/s).",
+                f"  tokens: {self.tokens:,} (mean {self.tokens / n:.1f} per instance)",
+                f"  masked: {self.masked:,} ({self.masked / max(self.tokens, 1):.2%} of tokens, "
+                f"{self.masked / n:.1f} per instance)",
+                f"  next sentence: {self.instances - self.random_next:,} real, "
+                f"{self.random_next:,} random ({self.random_next / n:.1%} random)",
+                "  output: " + ", ".join(self.output_files),
+            ]
+        )
+
+
+class _ShardMaker:
+    """Everything needed to turn a list of file ranges into serialized examples."""
+
+    def __init__(self, options):
+        self.options = options
+        self.tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
+        vocab = self.tokenizer.vocab
+        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
+        if missing:
+            raise ValueError(f"{options.vocab_file}: the vocab has no {', '.join(missing)}")
+        self.masker = Masker(
+            vocab, options.masked_lm_prob, options.max_predictions_per_seq, options.do_whole_word_mask
+        )
+        self.encoder = ExampleEncoder(
+            options.max_seq_length, options.max_predictions_per_seq, max(vocab.values())
+        )
+
+    def read(self, ranges, on_line=None):
+        builder = CorpusBuilder(self.tokenizer)
+        for path, start, end in ranges:
+            builder.add_file(path, start, end)
+        return builder.build()
+
+    def make_records(self, corpus, rng, on_document=None):
+        """Serialized examples of `corpus` in the original's order, and their `Summary`."""
+        options, vocab = self.options, self.tokenizer.vocab
+        summary = Summary(documents=corpus.num_documents)
+
+        def encode(instance):
+            summary.instances += 1
+            summary.tokens += len(instance.input_ids)
+            summary.masked += len(instance.masked_lm_positions)
+            summary.random_next += instance.is_random_next
+            return self.encoder.encode(
+                instance.input_ids,
+                instance.num_segment_a,
+                instance.masked_lm_positions,
+                instance.masked_lm_ids,
+                instance.is_random_next,
+            )
+
+        records = create_instances(
+            corpus, rng, options.dupe_factor, options.max_seq_length, options.short_seq_prob,
+            self.masker, vocab["[CLS]"], vocab["[SEP]"], encode=encode, on_document=on_document,
+        )
+        return records, summary
+
+
+def _check_corpus(corpus, where):
+    if corpus.num_documents == 0:
+        raise ValueError(f"{where}: no text found (the input is empty or has only blank lines)")
+    if corpus.num_documents == 1:
+        logger.warning(
+            "%s has a single document: its 'random next sentence' segments come from the same "
+            "document (the original does the same after ten tries for another one)", where
+        )
+
+
+def _write(records, output_files):
+    with RecordWriter(output_files) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def create_exact(input_files, output_files, options):
+    """The original's single-process algorithm. Returns a `Summary`."""
+    start = time.monotonic()
+    maker = _ShardMaker(options)
+    progress = Progress("create_pretraining_data", rate_of="instances")
+    logger.info("Reading and tokenizing %d input files", len(input_files))
+    corpus = maker.read([(path, 0, None) for path in input_files])
+    _check_corpus(corpus, ", ".join(input_files))
+    progress.update(documents=corpus.num_documents, tokens=corpus.num_tokens, instances=0)
+    records, summary = maker.make_records(
+        corpus, random.Random(options.random_seed), on_document=lambda n: progress.update(instances=n)
+    )
+    _write(records, output_files)
+    progress.done()
+    summary.output_files = list(output_files)
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def plan_shards(input_files, shard_bytes):
+    """Cuts the input into byte ranges of about `shard_bytes`, each ending after a blank line.
+
+    Returns:
+      A list of shards, each a list of `(path, start, end)` ranges; small files are grouped
+      into one shard.
+    """
+    shards, current, current_size = [], [], 0
+    for path in input_files:
+        size = os.path.getsize(path)
+        if size == 0:
+            logger.warning("%s is empty; skipped", path)
+            continue
+        start = 0
+        with open(path, "rb") as reader:
+            while start < size:
+                end = _document_boundary(reader, start + shard_bytes - current_size, size)
+                current.append((path, start, end))
+                current_size += end - start
+                start = end
+                if current_size >= shard_bytes:
+                    shards.append(current)
+                    current, current_size = [], 0
+    if current:
+        shards.append(current)
+    return shards
+
+
+def _document_boundary(reader, position, size):
+    """The offset just after the first blank line at or after `position` (or `size`)."""
+    if position >= size:
+        return size
+    reader.seek(position)
+    carry = b""
+    while True:
+        chunk = reader.read(1 << 16)
+        if not chunk:
+            return size
+        data = carry + chunk
+        found = data.find(b"\n\n")
+        if found >= 0:
+            return reader.tell() - len(data) + found + 2
+        carry = data[-1:]
+
+
+_WORKER = None
+
+
+def _init_worker(options):
+    global _WORKER
+    _WORKER = _ShardMaker(options)
+
+
+def _make_shard(args):
+    index, ranges, seed = args
+    corpus = _WORKER.read(ranges)
+    if corpus.num_documents == 0:
+        return index, [], Summary()
+    # A string seed is hashed with SHA-512: the same on every machine and Python process.
+    records, summary = _WORKER.make_records(corpus, random.Random(f"bert_tf/{seed}/shard/{index}"))
+    return index, records, summary
+
+
+def shard_file_name(output_file, index, num_shards):
+    return f"{output_file}-{index:05d}-of-{num_shards:05d}"
+
+
+def create_sharded(input_files, output_file, options, num_workers, shard_size_mb=8):
+    """Scale mode: shards processed by `num_workers` processes, one output file each.
+
+    Returns:
+      A `Summary`; its `output_files` are in shard order.
+    """
+    start = time.monotonic()
+    if "," in output_file:
+        raise ValueError("--num_workers writes one file per shard: give a single --output_file prefix")
+    _ShardMaker(options)  # fail here, not in a worker, on a bad vocab
+    shards = plan_shards(input_files, int(shard_size_mb * (1 << 20)))
+    if not shards:
+        raise ValueError(f"{', '.join(input_files)}: no text found (the input is empty)")
+    logger.info("Cut the input into %d shards for %d workers", len(shards), num_workers)
+    summary = Summary()
+    progress = Progress("create_pretraining_data", rate_of="instances")
+    names = {}
+    context = multiprocessing.get_context("spawn")
+    jobs = [(i, ranges, options.random_seed) for i, ranges in enumerate(shards)]
+    with context.Pool(num_workers, initializer=_init_worker, initargs=(options,)) as pool:
+        for index, records, shard_summary in pool.imap_unordered(_make_shard, jobs):
+            if records:
+                name = shard_file_name(output_file, index, len(shards))
+                _write(records, [name])
+                names[index] = name
+            summary.add(shard_summary)
+            progress.update(shards=len(names), documents=summary.documents, instances=summary.instances)
+    progress.done()
+    if summary.documents == 0:
+        raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+    summary.output_files = [names[i] for i in sorted(names)]
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def create_pretraining_data(input_file, output_file, options, num_workers=0, shard_size_mb=8):
+    """Runs the whole job.
+
+    Args:
+      input_file: Comma-separated glob patterns of text files.
+      output_file: Comma-separated TFRecord paths (exact mode: examples go round-robin over
+        them, as the original) or one prefix (scale mode).
+      options: `PretrainingDataOptions`.
+      num_workers: 0 for the exact single-process mode; N >= 1 for scale mode.
+      shard_size_mb: Scale mode's shard size.
+
+    Returns:
+      A `Summary`.
+
+    Raises:
+      ValueError: Bad flags or input, with a message naming the flag or file.
+    """
+    options.validate()
+    input_files = expand_input_patterns(input_file)
+    if num_workers and num_workers > 0:
+        return create_sharded(input_files, output_file, options, num_workers, shard_size_mb)
+    output_files = [path.strip() for path in output_file.split(",") if path.strip()]
+    return create_exact(input_files, output_files, options)
