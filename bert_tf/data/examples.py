@@ -38,6 +38,10 @@ def _length_delimited(field_tag, payload):
 class ExampleEncoder:
     """Encodes pretraining instances as serialized `tf.train.Example` bytes.
 
+    The features that depend only on lengths (`input_mask`, `segment_ids`,
+    `masked_lm_weights`, `next_sentence_labels`) are encoded once per distinct length and
+    reused.
+
     Args:
       max_seq_length: Length of `input_ids`, `input_mask`, `segment_ids`.
       max_predictions_per_seq: Length of the three `masked_lm_*` lists.
@@ -51,17 +55,23 @@ class ExampleEncoder:
         self._varints = [_varint(v) for v in range(max(max_value, max_seq_length) + 1)]
         # Map entries are `key` (field 1) and `value` (field 2, a Feature).
         self._keys = {name: _length_delimited(0x0A, name.encode()) for name in FEATURE_NAMES}
+        self._cache = {}
+
+    def _entry(self, name, feature_tag, packed):
+        """A `features` map entry holding one packed int64 (0x1A) or float (0x12) list."""
+        feature = _length_delimited(feature_tag, _length_delimited(0x0A, packed))
+        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
 
     def _int64_feature(self, name, values, length):
         varints = self._varints
         packed = b"".join([varints[v] for v in values]) + varints[0] * (length - len(values))
-        feature = _length_delimited(0x1A, _length_delimited(0x0A, packed))  # Feature.int64_list
-        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
+        return self._entry(name, 0x1A, packed)
 
-    def _float_feature(self, name, values, length):
-        packed = struct.pack(f"<{length}f", *values, *([0.0] * (length - len(values))))
-        feature = _length_delimited(0x12, _length_delimited(0x0A, packed))  # Feature.float_list
-        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
+    def _cached(self, key, make):
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = make()
+        return value
 
     def encode(self, input_ids, num_segment_a, masked_lm_positions, masked_lm_ids, is_random_next):
         """Serializes one instance.
@@ -77,20 +87,34 @@ class ExampleEncoder:
           The serialized `tf.train.Example`.
         """
         n, seq, preds = len(input_ids), self.max_seq_length, self.max_predictions_per_seq
-        if n > seq or len(masked_lm_positions) > preds:
+        k = len(masked_lm_positions)
+        if n > seq or k > preds:
             raise ValueError(
-                f"instance of {n} tokens and {len(masked_lm_positions)} predictions does not fit "
+                f"instance of {n} tokens and {k} predictions does not fit "
                 f"max_seq_length {seq} / max_predictions_per_seq {preds}"
             )
         features = b"".join(
             (
                 self._int64_feature("input_ids", input_ids, seq),
-                self._int64_feature("input_mask", [1] * n, seq),
-                self._int64_feature("segment_ids", [0] * num_segment_a + [1] * (n - num_segment_a), seq),
+                self._cached(("mask", n), lambda: self._int64_feature("input_mask", [1] * n, seq)),
+                self._cached(
+                    ("segments", num_segment_a, n),
+                    lambda: self._int64_feature(
+                        "segment_ids", [0] * num_segment_a + [1] * (n - num_segment_a), seq
+                    ),
+                ),
                 self._int64_feature("masked_lm_positions", masked_lm_positions, preds),
                 self._int64_feature("masked_lm_ids", masked_lm_ids, preds),
-                self._float_feature("masked_lm_weights", [1.0] * len(masked_lm_ids), preds),
-                self._int64_feature("next_sentence_labels", [1 if is_random_next else 0], 1),
+                self._cached(
+                    ("weights", k),
+                    lambda: self._entry(
+                        "masked_lm_weights", 0x12, struct.pack(f"<{preds}f", *([1.0] * k + [0.0] * (preds - k)))
+                    ),
+                ),
+                self._cached(
+                    ("label", is_random_next),
+                    lambda: self._int64_feature("next_sentence_labels", [int(is_random_next)], 1),
+                ),
             )
         )
         return _length_delimited(0x0A, features)  # Example.features

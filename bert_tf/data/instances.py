@@ -97,7 +97,7 @@ class InstanceMaker:
                     tokens_b = [token for segment in current_chunk[a_end:] for token in segment]
                 truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 input_ids = [self.cls_id, *tokens_a, self.sep_id, *tokens_b, self.sep_id]
-                positions, labels = self.masker.mask(input_ids, rng)
+                positions, labels = self.masker.mask(input_ids, len(tokens_a) + 2, rng)
                 instances.append(
                     TrainingInstance(input_ids, len(tokens_a) + 2, positions, labels, is_random_next)
                 )

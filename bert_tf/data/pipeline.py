@@ -90,7 +90,7 @@ class Summary:
 class _ShardMaker:
     """Everything needed to turn a list of file ranges into serialized examples."""
 
-    def __init__(self, options):
+    def __init__(self, options, exact=True):
         self.options = options
         self.tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
         vocab = self.tokenizer.vocab
@@ -98,7 +98,11 @@ class _ShardMaker:
         if missing:
             raise ValueError(f"{options.vocab_file}: the vocab has no {', '.join(missing)}")
         self.masker = Masker(
-            vocab, options.masked_lm_prob, options.max_predictions_per_seq, options.do_whole_word_mask
+            vocab,
+            options.masked_lm_prob,
+            options.max_predictions_per_seq,
+            options.do_whole_word_mask,
+            sample_positions=not exact,
         )
         self.encoder = ExampleEncoder(
             options.max_seq_length, options.max_predictions_per_seq, max(vocab.values())
@@ -220,7 +224,7 @@ _WORKER = None
 
 def _init_worker(options):
     global _WORKER
-    _WORKER = _ShardMaker(options)
+    _WORKER = _ShardMaker(options, exact=False)
 
 
 def _make_shard(args):
