@@ -57,15 +57,19 @@ class ExampleEncoder:
         self._keys = {name: _length_delimited(0x0A, name.encode()) for name in FEATURE_NAMES}
         self._cache = {}
 
+    def _field(self, tag, payload):
+        """`_length_delimited` with the length's varint from the table (payloads are short)."""
+        return tag + self._varints[len(payload)] + payload
+
     def _entry(self, name, feature_tag, packed):
         """A `features` map entry holding one packed int64 (0x1A) or float (0x12) list."""
-        feature = _length_delimited(feature_tag, _length_delimited(0x0A, packed))
-        return _length_delimited(0x0A, self._keys[name] + _length_delimited(0x12, feature))
+        feature = self._field(feature_tag, self._field(b"\x0a", packed))
+        return self._field(b"\x0a", self._keys[name] + self._field(b"\x12", feature))
 
     def _int64_feature(self, name, values, length):
         varints = self._varints
         packed = b"".join([varints[v] for v in values]) + varints[0] * (length - len(values))
-        return self._entry(name, 0x1A, packed)
+        return self._entry(name, b"\x1a", packed)
 
     def _cached(self, key, make):
         value = self._cache.get(key)
@@ -108,7 +112,7 @@ class ExampleEncoder:
                 self._cached(
                     ("weights", k),
                     lambda: self._entry(
-                        "masked_lm_weights", 0x12, struct.pack(f"<{preds}f", *([1.0] * k + [0.0] * (preds - k)))
+                        "masked_lm_weights", b"\x12", struct.pack(f"<{preds}f", *([1.0] * k + [0.0] * (preds - k)))
                     ),
                 ),
                 self._cached(
@@ -117,7 +121,7 @@ class ExampleEncoder:
                 ),
             )
         )
-        return _length_delimited(0x0A, features)  # Example.features
+        return _length_delimited(0x0A, features)  # Example.features (may exceed the table)
 
 
 class RecordWriter:

@@ -73,8 +73,8 @@ class Masker:
                 break
             if len(labels) + len(index_set) > num_to_predict:
                 continue
-            if any(position in labels for position in index_set):
-                continue
+            # (The original also skips groups with an already-masked position; the groups are
+            # disjoint, so that never happens and draws nothing.)
             for position in index_set:
                 original = token_ids[position]
                 if rng.random() < 0.8:
