@@ -1,0 +1,185 @@
+"""`FullTokenizer` in the TensorFlow graph: the same ids, for SavedModels and tf.data pipelines.
+
+Built on tensorflow-text's `FastWordpieceTokenizer`, with the original's basic tokenization
+rebuilt from TF string ops, because tensorflow-text's own `BertTokenizer` normalises differently
+(NFKC case folding instead of `lower()`, control characters as spaces instead of dropped, a
+100-byte word limit instead of 200 characters). Step by step (as in `bert_tf.tokenization`):
+
+1. drop NUL, U+FFFD and Cc/Cf characters except tab, newline and carriage return, which become
+   spaces like every Zs character;
+2. pad CJK ideographs with spaces;
+3. split on whitespace (space, and U+2028/U+2029, which Python's `str.split()` also splits on
+   and cleaning keeps);
+4. uncased: `tf.strings.lower` (full Unicode lower-casing, like Python's `str.lower()`), NFD,
+   drop Mn;
+5. split off punctuation (P* and the ASCII symbols), keeping it as tokens;
+6. words of more than 200 characters become "[UNK]"; the rest go through FastWordpiece.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.tokenization import _CJK_RANGES, load_vocab
+
+_CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
+_PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
+_WORD_SEPARATORS = r"[ \x{2028}\x{2029}]+"
+_MAX_CHARS_PER_WORD = 200
+
+
+def _wordpiece_vocab(vocab):
+    """The vocab as a list indexed by id, as FastWordpiece wants it.
+
+    Ids no token maps to (a duplicated line keeps only its later id, as the original) and empty
+    lines get unmatchable placeholders, so every id means what it means in `FullTokenizer`.
+    """
+    tokens = [f"[bert_tf unused id {i}]" for i in range(max(vocab.values()) + 1)]
+    for token, index in vocab.items():
+        if token:
+            tokens[index] = token
+    return tokens
+
+
+class GraphTokenizer(tf.Module):
+    """Strings -> WordPiece ids in the graph, identical to `FullTokenizer(vocab_file, do_lower_case)`.
+
+    `tokenize(text)` maps a [batch] string tensor to ragged int64 ids; `pack(text_a, text_b,
+    max_seq_length)` gives padded model inputs. Both are `tf.function`s with fixed signatures,
+    exported when the module is saved with `tf.saved_model.save`.
+
+    Args:
+      vocab_file: The model's `vocab.txt`.
+      do_lower_case: True for uncased models.
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True, name=None):
+        super().__init__(name=name)
+        self.do_lower_case = do_lower_case
+        vocab = load_vocab(vocab_file)
+        self.vocab_size = max(vocab.values()) + 1
+        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=_wordpiece_vocab(vocab),
+            suffix_indicator="##",
+            # The character limit is applied before; no word that reaches here is longer.
+            max_bytes_per_word=4 * _MAX_CHARS_PER_WORD,
+            token_out_type=tf.int64,
+            unknown_token="[UNK]",
+            no_pretokenization=True,
+        )
+        # Bound here rather than decorated: a decorated method holds its module weakly, so
+        # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
+        self.tokenize = tf.function(
+            self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
+        )
+        self.pack = tf.function(
+            self._pack,
+            input_signature=[
+                tf.TensorSpec([None], tf.string),
+                tf.TensorSpec([None], tf.string),
+                tf.TensorSpec([], tf.int32),
+            ],
+        )
+
+    def basic_tokenize(self, text):
+        """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
+        text = tf.strings.regex_replace(text, r"[\t\n\r\p{Zs}]", " ")
+        text = tf.strings.regex_replace(text, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
+        text = tf.strings.regex_replace(text, f"({_CJK_CLASS})", r" \1 ")
+        words = tf_text.regex_split(text, _WORD_SEPARATORS, keep_delim_regex_pattern="")
+        if self.do_lower_case:
+            words = tf.ragged.map_flat_values(self._lower_and_strip_accents, words)
+        flat = words.flat_values
+        pieces = tf_text.regex_split(flat, _PUNCTUATION_CLASS, _PUNCTUATION_CLASS)
+        # A word that lower-cases and strips to nothing leaves no token.
+        return words.with_flat_values(pieces).merge_dims(1, 2)
+
+    @staticmethod
+    def _lower_and_strip_accents(words):
+        words = tf.strings.lower(words, encoding="utf-8")
+        words = tf_text.normalize_utf8(words, "NFD")
+        return tf.strings.regex_replace(words, r"\p{Mn}", "")
+
+    def _tokenize(self, text):
+        """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids."""
+        words = self.basic_tokenize(text)
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
+        flat = tf.where(too_long, tf.constant("[UNK]"), words.flat_values)
+        ids = self._wordpiece.tokenize(flat)
+        return words.with_flat_values(ids).merge_dims(1, 2)
+
+    def _pack(self, text_a, text_b, max_seq_length):
+        """`[CLS] a [SEP] b [SEP]` model inputs, as `bert_tf.packing.pack_inputs` makes them.
+
+        Rows whose `text_b` tokenizes to nothing are packed as single sequences.
+
+        Returns:
+          A dict of int32 [batch, max_seq_length] `input_ids`, `input_mask`, `segment_ids`.
+        """
+        return pack_ids(
+            self.tokenize(text_a), self.tokenize(text_b), max_seq_length, self.cls_id, self.sep_id
+        )
+
+
+def _pair_lengths(len_a, len_b, budget):
+    """Per-row lengths after `truncate_seq_pair` (longest first, b on ties), in closed form."""
+    excess = len_a + len_b - budget
+    fits = excess <= 0
+    trim_a_only = len_a - len_b >= excess
+    trim_b_only = len_b - len_a >= excess
+    balanced_a = (budget + 1) // 2
+    new_a = tf.where(fits | trim_b_only, len_a, tf.where(trim_a_only, len_a - excess, balanced_a))
+    new_b = tf.where(fits | trim_a_only, len_b, tf.where(trim_b_only, len_b - excess, budget - balanced_a))
+    return new_a, new_b
+
+
+def _truncate(ragged, lengths):
+    keep = tf.ragged.range(ragged.row_lengths()) < tf.expand_dims(lengths, 1)
+    return tf.ragged.boolean_mask(ragged, keep)
+
+
+def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+    """Packs ragged id rows into padded model inputs, like `bert_tf.packing.pack_inputs`.
+
+    Args:
+      ids_a: Ragged int [batch, (tokens)].
+      ids_b: Ragged int [batch, (tokens)]; rows may be empty (single sequences).
+      max_seq_length: Length of the packed rows.
+      cls_id, sep_id: Ids of `[CLS]` and `[SEP]`.
+
+    Returns:
+      A dict of int32 [batch, max_seq_length] `input_ids`, `input_mask`, `segment_ids`.
+    """
+    ids_a, ids_b = tf.cast(ids_a, tf.int32), tf.cast(ids_b, tf.int32)
+    max_seq_length = tf.cast(max_seq_length, tf.int64)
+    len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+    has_b = len_b > 0
+    pair_a, pair_b = _pair_lengths(len_a, len_b, max_seq_length - 3)
+    new_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
+    new_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
+    ids_a, ids_b = _truncate(ids_a, new_a), _truncate(ids_b, new_b)
+
+    batch = tf.shape(len_a, out_type=tf.int64)[0]
+    ones = tf.ones([batch], tf.int64)
+
+    def constant_rows(value, lengths):
+        return tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(lengths)], tf.constant(value, tf.int32)), lengths
+        )
+
+    b_sep = tf.cast(has_b, tf.int64)
+    input_ids = tf.concat(
+        [constant_rows(cls_id, ones), ids_a, constant_rows(sep_id, ones), ids_b, constant_rows(sep_id, b_sep)],
+        axis=1,
+    )
+    segment_ids = tf.concat(
+        [constant_rows(0, new_a + 2), constant_rows(1, new_b + b_sep)], axis=1
+    )
+    shape = tf.stack([batch, max_seq_length])
+    lengths = input_ids.row_lengths()
+    return {
+        "input_ids": input_ids.to_tensor(0, shape=shape),
+        "input_mask": tf.sequence_mask(lengths, max_seq_length, dtype=tf.int32),
+        "segment_ids": segment_ids.to_tensor(0, shape=shape),
+    }
