@@ -8,11 +8,11 @@ rebuilt from TF string ops, because tensorflow-text's own `BertTokenizer` normal
 1. drop NUL, U+FFFD and Cc/Cf characters except tab, newline and carriage return, which become
    spaces like every Zs character;
 2. pad CJK ideographs with spaces;
-3. split on whitespace (space, and U+2028/U+2029, which Python's `str.split()` also splits on
-   and cleaning keeps);
-4. uncased: `tf.strings.lower` (full Unicode lower-casing, like Python's `str.lower()`), NFD,
+3. uncased: `tf.strings.lower` (full Unicode lower-casing, like Python's `str.lower()`), NFD,
    drop Mn;
-5. split off punctuation (P* and the ASCII symbols), keeping it as tokens;
+4. and 5. put spaces around punctuation (P* and the ASCII symbols) and split on spaces
+   (U+2028/U+2029, which cleaning keeps but Python's `str.split()` splits on, became spaces
+   in step 1);
 6. words of more than 200 characters become "[UNK]"; the rest go through FastWordpiece.
 """
 
@@ -23,7 +23,6 @@ from bert_tf.tokenization import _CJK_RANGES, load_vocab
 
 _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
 _PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
-_WORD_SEPARATORS = r"[ \x{2028}\x{2029}]+"
 _MAX_CHARS_PER_WORD = 200
 
 
@@ -82,24 +81,23 @@ class GraphTokenizer(tf.Module):
         )
 
     def basic_tokenize(self, text):
-        """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
+        """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens.
+
+        Lower-casing, NFD and accent stripping run on the whole cleaned text rather than word by
+        word: none of them moves a character across the whitespace the words are split at, so
+        the words come out the same, with one pass over each string instead of one per word.
+        """
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
-        text = tf.strings.regex_replace(text, r"[\t\n\r\p{Zs}]", " ")
+        # U+2028/U+2029 survive the original's cleaning but split words like spaces.
+        text = tf.strings.regex_replace(text, r"[\t\n\r\p{Zs}\x{2028}\x{2029}]", " ")
         text = tf.strings.regex_replace(text, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
         text = tf.strings.regex_replace(text, f"({_CJK_CLASS})", r" \1 ")
-        words = tf_text.regex_split(text, _WORD_SEPARATORS, keep_delim_regex_pattern="")
         if self.do_lower_case:
-            words = tf.ragged.map_flat_values(self._lower_and_strip_accents, words)
-        flat = words.flat_values
-        pieces = tf_text.regex_split(flat, _PUNCTUATION_CLASS, _PUNCTUATION_CLASS)
-        # A word that lower-cases and strips to nothing leaves no token.
-        return words.with_flat_values(pieces).merge_dims(1, 2)
-
-    @staticmethod
-    def _lower_and_strip_accents(words):
-        words = tf.strings.lower(words, encoding="utf-8")
-        words = tf_text.normalize_utf8(words, "NFD")
-        return tf.strings.regex_replace(words, r"\p{Mn}", "")
+            text = tf.strings.lower(text, encoding="utf-8")
+            text = tf_text.normalize_utf8(text, "NFD")
+            text = tf.strings.regex_replace(text, r"\p{Mn}", "")
+        text = tf.strings.regex_replace(text, f"({_PUNCTUATION_CLASS})", r" \1 ")
+        return tf.strings.split(text)  # only spaces are left as whitespace
 
     def _tokenize(self, text):
         """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids."""

@@ -1,0 +1,115 @@
+"""Tokens per second of the Python FullTokenizer and of the in-graph GraphTokenizer, same corpus.
+
+  python benchmarks/tokenizer_bench.py [--lines=20000] [--batch_size=1024] \
+      [--original_tokenization=/path/to/google-research/bert/tokenization.py]
+
+The corpus: lines of the bundled sample_text.txt with their words shuffled into new sentences
+(a fixed seed), so that lines do not repeat (Zipf-like word reuse remains, as in real text).
+Each tokenizer is fresh, runs once to warm up (the graph is traced, the Python caches fill on
+the warm-up pass as they would on a corpus), then is timed over the whole corpus three times; the
+best time is kept. All must give the same ids; the benchmark checks it.
+
+Measured: bert_tf's Python FullTokenizer (it memoises words), the in-graph tokenizer called
+batch by batch, the in-graph tokenizer in a tf.data pipeline (batches tokenized in parallel,
+as a training input pipeline would), and, given --original_tokenization, the original's
+FullTokenizer (its module is imported from that path; its TensorFlow import must be patched to
+tf.compat.v1).
+"""
+
+import argparse
+import importlib.util
+import os
+import random
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(REPO, "tools", "demo_data")
+
+
+def make_corpus(num_lines, seed=0):
+    with open(os.path.join(DATA, "sample_text.txt"), encoding="utf-8") as f:
+        words = f.read().split()
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(words, k=rng.randint(5, 40))) for _ in range(num_lines)]
+
+
+def best_of(runs, function):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--batch_size", type=int, default=1024)
+    parser.add_argument("--original_tokenization", help="google-research/bert tokenization.py (patched import)")
+    args = parser.parse_args()
+
+    import tensorflow as tf
+
+    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.tokenization_graph import GraphTokenizer
+
+    vocab = os.path.join(DATA, "vocab.txt")
+    lines = make_corpus(args.lines)
+    python = FullTokenizer(vocab, do_lower_case=True)
+    graph = GraphTokenizer(vocab, do_lower_case=True)
+    batches = [tf.constant(lines[i:i + args.batch_size]) for i in range(0, len(lines), args.batch_size)]
+
+    def run_python():
+        return [python.convert_tokens_to_ids(python.tokenize(line)) for line in lines]
+
+    def run_graph():
+        return [ids for batch in batches for ids in graph.tokenize(batch).to_list()]
+
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(lines)
+        .batch(args.batch_size)
+        .map(graph.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    def run_dataset():
+        return [ids for ragged in dataset for ids in ragged.to_list()]
+
+    candidates = [
+        ("bert_tf Python FullTokenizer", run_python),
+        ("in-graph, batch by batch", run_graph),
+        ("in-graph, tf.data parallel map", run_dataset),
+    ]
+    if args.original_tokenization:
+        spec = importlib.util.spec_from_file_location("original_tokenization", args.original_tokenization)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        original = module.FullTokenizer(vocab, do_lower_case=True)
+        candidates.append(
+            ("original FullTokenizer",
+             lambda: [original.convert_tokens_to_ids(original.tokenize(line)) for line in lines])
+        )
+
+    times, reference_ids = {}, None
+    for name, function in candidates:
+        function()  # warm-up
+        times[name], ids = best_of(3, function)
+        if reference_ids is None:
+            reference_ids = ids
+        elif ids != reference_ids:
+            raise SystemExit(f"{name} disagrees with the Python FullTokenizer on this corpus")
+    tokens = sum(len(ids) for ids in reference_ids)
+    print(f"{len(lines):,} lines, {tokens:,} tokens, batch size {args.batch_size}")
+    for name, seconds in times.items():
+        print(f"{name:<32} {tokens / seconds:>12,.0f} tokens/s")
+    python_time = times["bert_tf Python FullTokenizer"]
+    for name in ("in-graph, batch by batch", "in-graph, tf.data parallel map"):
+        print(f"ratio {name} / bert_tf Python: {python_time / times[name]:.2f}x")
+    if args.original_tokenization:
+        for name in ("bert_tf Python FullTokenizer", "in-graph, batch by batch", "in-graph, tf.data parallel map"):
+            print(f"ratio {name} / original: {times['original FullTokenizer'] / times[name]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
