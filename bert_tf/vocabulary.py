@@ -1,0 +1,97 @@
+"""Learning a WordPiece vocabulary from a corpus, consistent with `FullTokenizer`.
+
+Words are counted after bert_tf's own `BasicTokenizer` (the original's cleaning, CJK splitting,
+lower-casing and accent stripping, punctuation splitting), so the vocabulary is learned on
+exactly the words `FullTokenizer` will later split into WordPieces. The WordPieces themselves
+come from tensorflow-text's vocabulary learner.
+"""
+
+import collections
+import logging
+import os
+
+from bert_tf.data.documents import expand_input_patterns
+from bert_tf.tokenization import BasicTokenizer
+
+logger = logging.getLogger(__name__)
+
+# BERT's special tokens; [PAD] must be id 0 (padding is 0 everywhere).
+DEFAULT_RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def count_words(input_files, do_lower_case=True):
+    """Counts the basic tokens of every line of `input_files` (decoded as UTF-8, bad bytes dropped).
+
+    Returns:
+      A `collections.Counter` of words.
+    """
+    basic = BasicTokenizer(do_lower_case=do_lower_case)
+    counts = collections.Counter()
+    for path in input_files:
+        with open(path, "rb") as reader:
+            for line in reader:
+                counts.update(basic.tokenize(line.decode("utf-8", "ignore")))
+    return counts
+
+
+def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS, min_count=2):
+    """Learns WordPieces from word counts.
+
+    Args:
+      word_counts: `{word: count}` of basic tokens.
+      vocab_size: Target size, reserved tokens included. The learner treats it as a target: it
+        always keeps every character of the kept words (and its "##" form), so a small target
+        on a corpus with many characters comes out larger.
+      reserved_tokens: Tokens put first, in this order.
+      min_count: Words seen fewer times are ignored (their characters still enter the vocab).
+
+    Returns:
+      The vocabulary as a list of tokens, reserved tokens first, no duplicates.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    if not reserved_tokens or reserved_tokens[0] != "[PAD]":
+        raise ValueError("the first reserved token must be [PAD] (id 0 is padding)")
+    vocab = learner.learn(
+        sorted(word_counts.items()),
+        vocab_size=vocab_size,
+        reserved_tokens=list(reserved_tokens),
+        lower_thresh=min_count,
+    )
+    seen, unique = set(), []
+    for token in vocab:
+        if token not in seen:
+            seen.add(token)
+            unique.append(token)
+    return unique
+
+
+def write_vocab(tokens, path):
+    """Writes one token a line through a temporary file renamed into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as writer:
+        writer.writelines(token + "\n" for token in tokens)
+    os.replace(tmp, path)
+
+
+def build_vocab(input_file, output, vocab_size, do_lower_case=True,
+                reserved_tokens=DEFAULT_RESERVED_TOKENS, min_count=2):
+    """Counts words in `input_file` (comma-separated globs), learns and writes a vocab.
+
+    Returns:
+      The list of tokens written.
+
+    Raises:
+      ValueError: No input matches, the input has no words, or bad reserved tokens.
+    """
+    files = expand_input_patterns(input_file)
+    logger.info("Counting words in %d files", len(files))
+    counts = count_words(files, do_lower_case)
+    if not counts:
+        raise ValueError(f"{', '.join(files)}: no words found")
+    logger.info("%d distinct words; learning %d WordPieces", len(counts), vocab_size)
+    tokens = learn_vocab(counts, vocab_size, reserved_tokens, min_count)
+    write_vocab(tokens, output)
+    return tokens

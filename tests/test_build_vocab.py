@@ -1,0 +1,54 @@
+"""build_vocab: a vocabulary FullTokenizer can use on the corpus it was learned from."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_tf.tokenization import BasicTokenizer, FullTokenizer
+from bert_tf.vocabulary import build_vocab
+from tests import pretraining_fixtures as pf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def corpus_lines():
+    with open(pf.SAMPLE_TEXT, encoding="utf-8") as f:
+        return [line for line in f.read().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_vocab_covers_its_corpus_consistently(fixtures_dir, tmp_path, do_lower_case):
+    path = str(tmp_path / "vocab.txt")
+    tokens = build_vocab(pf.SAMPLE_TEXT, path, vocab_size=600, do_lower_case=do_lower_case, min_count=1)
+    assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(tokens) == len(set(tokens)) and 300 < len(tokens) < 900
+    assert open(path, encoding="utf-8").read().splitlines() == tokens
+    tokenizer = FullTokenizer(path, do_lower_case=do_lower_case)
+    basic = BasicTokenizer(do_lower_case=do_lower_case)
+    for line in corpus_lines():
+        pieces = tokenizer.tokenize(line)
+        assert "[UNK]" not in pieces, line
+        words = "".join(p[2:] if p.startswith("##") else " " + p for p in pieces).split()
+        assert words == basic.tokenize(line)
+    has_upper = any(t.isalpha() and t != t.lower() for t in tokens[5:])
+    assert has_upper == (not do_lower_case)
+
+
+def test_tool_and_its_errors(fixtures_dir, tmp_path):
+    tool = [sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
+    output = tmp_path / "v.txt"
+    result = subprocess.run(tool + [f"--input_file={pf.SAMPLE_TEXT}", "--vocab_size=500",
+                                    f"--output={output}", "--min_count=1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Wrote" in result.stdout and output.exists()
+    result = subprocess.run(tool + [f"--input_file={tmp_path}/*.none", f"--output={tmp_path}/x.txt"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "matches no file" in result.stderr
+    result = subprocess.run(tool + [f"--input_file={pf.SAMPLE_TEXT}", f"--output={tmp_path}/y.txt",
+                                    "--reserved_tokens=[UNK],[PAD]"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "[PAD]" in result.stderr
+    assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()
