@@ -26,12 +26,13 @@ FLAGS = flags.FLAGS
 
 
 def _with_progress(records):
-    import keras
+    from bert_tf.progress import Progress
 
-    progress = keras.utils.Progbar(None, unit_name="example")
+    progress = Progress("extract_features", rate_of="examples")
     for count, record in enumerate(records, start=1):
-        progress.update(count)
+        progress.update(examples=count)
         yield record
+    progress.done()
 
 
 def main(argv):
