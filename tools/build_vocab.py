@@ -4,9 +4,9 @@
 """
 
 import logging
-import sys
+from absl import flags
 
-from absl import app, flags
+from bert_tf import cli
 
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated glob patterns.")
 flags.DEFINE_integer("vocab_size", 30522, "Target vocabulary size, special tokens included.")
@@ -27,15 +27,10 @@ def main(argv):
     from bert_tf.vocabulary import build_vocab
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    try:
-        tokens = build_vocab(FLAGS.input_file, FLAGS.output, FLAGS.vocab_size, FLAGS.do_lower_case,
-                             tuple(FLAGS.reserved_tokens), FLAGS.min_count)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    tokens = build_vocab(FLAGS.input_file, FLAGS.output, FLAGS.vocab_size, FLAGS.do_lower_case,
+                         tuple(FLAGS.reserved_tokens), FLAGS.min_count)
     print(f"Wrote {len(tokens):,} tokens to {FLAGS.output}")
-    return 0
 
 
 if __name__ == "__main__":
-    app.run(lambda argv: sys.exit(main(argv)))
+    cli.run(main)

@@ -8,9 +8,9 @@ Keras -> Google (writes bert_model.ckpt.* and bert_config.json, checks the bytes
   python tools/convert_checkpoint.py --keras_model=model.keras --output=out/bert_model.ckpt
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags, logging
+from bert_tf import cli
 
 flags.DEFINE_string("bert_config_file", None, "The checkpoint's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "Google checkpoint prefix or its directory.")
@@ -27,23 +27,18 @@ def main(argv):
     del argv
     from bert_tf import converter, parameters
 
-    try:
-        if FLAGS.keras_model:
-            if not FLAGS.output:
-                raise ValueError("--keras_model needs --output (the Google checkpoint prefix to write)")
-            model = converter.keras_to_google(FLAGS.keras_model, FLAGS.output)
-            print(f"Wrote {len(model.weights)} variables to {FLAGS.output} (read back identically).")
-            return 0
-        if not (FLAGS.bert_config_file and FLAGS.init_checkpoint):
-            raise ValueError("give --bert_config_file and --init_checkpoint, or --keras_model")
-        tolerance = converter.DEFAULT_TOLERANCE if FLAGS.tolerance is None else FLAGS.tolerance
-        result = converter.google_to_keras(
-            FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.output, tolerance, FLAGS.seed
-        )
-    except ValueError as e:
-        logging.error("%s", e)
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if FLAGS.keras_model:
+        if not FLAGS.output:
+            raise ValueError("--keras_model needs --output (the Google checkpoint prefix to write)")
+        model = converter.keras_to_google(FLAGS.keras_model, FLAGS.output)
+        print(f"Wrote {len(model.weights)} variables to {FLAGS.output} (read back identically).")
+        return 0
+    if not (FLAGS.bert_config_file and FLAGS.init_checkpoint):
+        raise ValueError("give --bert_config_file and --init_checkpoint, or --keras_model")
+    tolerance = converter.DEFAULT_TOLERANCE if FLAGS.tolerance is None else FLAGS.tolerance
+    result = converter.google_to_keras(
+        FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.output, tolerance, FLAGS.seed
+    )
     print(result.load_report)
     if FLAGS.print_parameters:
         print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config)))
@@ -56,4 +51,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(lambda argv: sys.exit(main(argv)))
+    cli.run(main)

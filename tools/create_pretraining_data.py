@@ -10,9 +10,9 @@ parallel, with memory bounded by --shard_size_mb.
 """
 
 import logging
-import sys
+from absl import flags
 
-from absl import app, flags
+from bert_tf import cli
 
 flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated glob patterns.")
 flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated (scale mode: one prefix).")
@@ -50,16 +50,11 @@ def main(argv):
         masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob,
     )
-    try:
-        summary = create_pretraining_data(
-            FLAGS.input_file, FLAGS.output_file, options, FLAGS.num_workers, FLAGS.shard_size_mb
-        )
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    summary = create_pretraining_data(
+        FLAGS.input_file, FLAGS.output_file, options, FLAGS.num_workers, FLAGS.shard_size_mb
+    )
     print(summary.format())
-    return 0
 
 
 if __name__ == "__main__":
-    app.run(lambda argv: sys.exit(main(argv)))
+    cli.run(main)

@@ -5,9 +5,9 @@
       --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
 """
 
-import sys
+from absl import flags, logging
 
-from absl import app, flags, logging
+from bert_tf import cli
 
 flags.DEFINE_string("input_file", None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').")
 flags.DEFINE_string("output_file", None, "JSON lines file to write.")
@@ -42,28 +42,22 @@ def main(argv):
     try:
         layer_indexes = [int(x) for x in FLAGS.layers.split(",")]
     except ValueError:
-        print(f"error: --layers must be comma-separated integers, got {FLAGS.layers!r}", file=sys.stderr)
-        return 2
-    try:
-        tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-        tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-        model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
-        logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
-        records = features.extract_features(
-            model,
-            tokenizer,
-            features.read_examples(FLAGS.input_file),
-            FLAGS.max_seq_length,
-            layer_indexes,
-            FLAGS.batch_size,
-        )
-        count = features.write_jsonl(_with_progress(records), FLAGS.output_file)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--layers must be comma-separated integers, got {FLAGS.layers!r}") from None
+    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
+    logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
+    records = features.extract_features(
+        model,
+        tokenizer,
+        features.read_examples(FLAGS.input_file),
+        FLAGS.max_seq_length,
+        layer_indexes,
+        FLAGS.batch_size,
+    )
+    count = features.write_jsonl(_with_progress(records), FLAGS.output_file)
     print(f"Wrote features of {count} examples to {FLAGS.output_file}")
-    return 0
 
 
 if __name__ == "__main__":
-    app.run(lambda argv: sys.exit(main(argv)))
+    cli.run(main)

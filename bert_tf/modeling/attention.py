@@ -6,7 +6,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.dense_output import DenseOutput
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.initializers import dense
 
 # What the original adds to the scores of masked-out positions (not -inf).
 MASK_ADDER = -10000.0
@@ -30,12 +30,7 @@ class SelfAttention(keras.layers.Layer):
         self.hidden_size = config.hidden_size
 
         def projection(name):
-            return keras.layers.Dense(
-                config.hidden_size,
-                kernel_initializer=create_initializer(config.initializer_range),
-                name=name,
-                dtype=self.dtype_policy,
-            )
+            return dense(config.hidden_size, config, self.dtype_policy, name=name)
 
         self.query = projection("query")
         self.key = projection("key")

@@ -2,7 +2,7 @@
 
 import keras
 
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.initializers import dense
 from bert_tf.modeling.layer_norm import LayerNorm
 
 
@@ -21,12 +21,7 @@ class DenseOutput(keras.layers.Layer):
         """
         super().__init__(name=name, **kwargs)
         self.input_size = input_size
-        self.dense = keras.layers.Dense(
-            config.hidden_size,
-            kernel_initializer=create_initializer(config.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = dense(config.hidden_size, config, self.dtype_policy)
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
 

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.activations import get_activation
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.initializers import create_initializer, dense
 from bert_tf.modeling.layer_norm import LayerNorm
 
 
@@ -28,13 +28,7 @@ class MaskedLMTransform(keras.layers.Layer):
     def __init__(self, config, name="transform", **kwargs):
         super().__init__(name=name, **kwargs)
         self.hidden_size = config.hidden_size
-        self.dense = keras.layers.Dense(
-            config.hidden_size,
-            activation=get_activation(config.hidden_act),
-            kernel_initializer=create_initializer(config.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = dense(config.hidden_size, config, self.dtype_policy, get_activation(config.hidden_act))
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):

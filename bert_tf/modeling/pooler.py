@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.initializers import dense
 
 
 class Pooler(keras.layers.Layer):
@@ -16,13 +16,7 @@ class Pooler(keras.layers.Layer):
         """
         super().__init__(name=name, **kwargs)
         self.hidden_size = config.hidden_size
-        self.dense = keras.layers.Dense(
-            config.hidden_size,
-            activation=ops.tanh,
-            kernel_initializer=create_initializer(config.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = dense(config.hidden_size, config, self.dtype_policy, ops.tanh)
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))

@@ -5,7 +5,7 @@ import keras
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import Attention
 from bert_tf.modeling.dense_output import DenseOutput
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.initializers import dense
 
 
 class TransformerLayer(keras.layers.Layer):
@@ -51,13 +51,7 @@ class Intermediate(keras.layers.Layer):
     def __init__(self, config, name="intermediate", **kwargs):
         super().__init__(name=name, **kwargs)
         self.hidden_size = config.hidden_size
-        self.dense = keras.layers.Dense(
-            config.intermediate_size,
-            activation=get_activation(config.hidden_act),
-            kernel_initializer=create_initializer(config.initializer_range),
-            name="dense",
-            dtype=self.dtype_policy,
-        )
+        self.dense = dense(config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act))
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
