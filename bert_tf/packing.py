@@ -5,14 +5,36 @@
 """
 
 
+def truncated_pair_lengths(len_a, len_b, max_length):
+    """The lengths the original's pair truncation ends at, in closed form.
+
+    The original drops one token at a time from the longer sequence (from b when they are
+    equally long) until the pair has at most `max_length` tokens. So the longer one alone is cut
+    while that suffices; otherwise both end at half the budget, a with the odd token.
+
+    Returns:
+      (new_len_a, new_len_b).
+    """
+    excess = len_a + len_b - max_length
+    if excess <= 0:
+        return len_a, len_b
+    if len_a - len_b >= excess:
+        return len_a - excess, len_b
+    if len_b - len_a >= excess:
+        return len_a, len_b - excess
+    half_a = (max_length + 1) // 2
+    return half_a, max_length - half_a
+
+
 def truncate_seq_pair(tokens_a, tokens_b, max_length):
     """Shortens a pair in place until it has at most `max_length` tokens together.
 
-    One token at a time is dropped from the end of the longer sequence (from `tokens_b` when
-    they are equally long), as the original's `_truncate_seq_pair`.
+    Tokens are dropped from the end of the longer sequence (from `tokens_b` when they are
+    equally long), as the original's `_truncate_seq_pair`.
     """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+    new_a, new_b = truncated_pair_lengths(len(tokens_a), len(tokens_b), max_length)
+    del tokens_a[new_a:]
+    del tokens_b[new_b:]
 
 
 def pack_inputs(tokens_a, tokens_b, max_seq_length, tokenizer):

@@ -121,7 +121,7 @@ class GraphTokenizer(tf.Module):
 
 
 def _pair_lengths(len_a, len_b, budget):
-    """Per-row lengths after `truncate_seq_pair` (longest first, b on ties), in closed form."""
+    """`bert_tf.packing.truncated_pair_lengths` for a batch of rows."""
     excess = len_a + len_b - budget
     fits = excess <= 0
     trim_a_only = len_a - len_b >= excess

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from bert_tf.packing import pack_inputs, truncate_seq_pair
+from bert_tf.packing import pack_inputs, truncate_seq_pair, truncated_pair_lengths
 from bert_tf.tokenization import FullTokenizer
 from tests.conftest import FIXTURES_DIR
 
@@ -23,6 +23,22 @@ def test_truncate_longest_first_from_the_end(len_a, len_b, max_length, want):
     truncate_seq_pair(a, b, max_length)
     assert (len(a), len(b)) == want
     assert a == list(range(want[0])) and b == list(range(100, 100 + want[1]))
+
+
+def test_closed_form_lengths_equal_the_one_token_at_a_time_loop():
+    def original_loop(len_a, len_b, max_length):
+        while len_a + len_b > max_length:
+            if len_a > len_b:
+                len_a -= 1
+            else:
+                len_b -= 1
+        return len_a, len_b
+
+    for len_a in range(25):
+        for len_b in range(25):
+            for max_length in range(30):
+                want = original_loop(len_a, len_b, max_length)
+                assert truncated_pair_lengths(len_a, len_b, max_length) == want, (len_a, len_b, max_length)
 
 
 def test_pair(tokenizer, fixtures_dir):

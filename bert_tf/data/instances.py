@@ -15,6 +15,8 @@ algorithm, per document and per duplication round:
 
 import dataclasses
 
+from bert_tf.packing import truncated_pair_lengths
+
 
 @dataclasses.dataclass
 class TrainingInstance:
@@ -45,6 +47,23 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
             longer.pop()
 
 
+def truncate_seq_pair_sampled(tokens_a, tokens_b, max_num_tokens, rng):
+    """`truncate_seq_pair` in distribution, with one draw per side instead of one per token.
+
+    Which side loses each token depends only on the lengths, so each side's count of removed
+    tokens is fixed (`truncated_pair_lengths`); the original flips a fair coin per token for
+    front or back, so the number taken from the front is Binomial(removed, 1/2): the number of
+    ones among `removed` random bits.
+    """
+    new_lengths = truncated_pair_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
+    for tokens, new_length in zip((tokens_a, tokens_b), new_lengths):
+        removed = len(tokens) - new_length
+        if removed:
+            from_front = rng.getrandbits(removed).bit_count()
+            del tokens[:from_front]
+            del tokens[new_length:]
+
+
 class InstanceMaker:
     """Makes the instances of one document at a time.
 
@@ -55,9 +74,15 @@ class InstanceMaker:
       short_seq_prob: Probability of a shorter target length.
       masker: A `Masker`.
       cls_id, sep_id: Ids of `[CLS]` and `[SEP]`.
+      exact_stream: Draw exactly the original's random numbers; False truncates pairs with
+        `truncate_seq_pair_sampled` (the same distribution, fewer draws).
     """
 
-    def __init__(self, get_document, num_documents, max_seq_length, short_seq_prob, masker, cls_id, sep_id):
+    def __init__(
+        self, get_document, num_documents, max_seq_length, short_seq_prob, masker, cls_id, sep_id,
+        exact_stream=True,
+    ):
+        self.truncate = truncate_seq_pair if exact_stream else truncate_seq_pair_sampled
         self.get_document = get_document
         self.num_documents = num_documents
         self.max_num_tokens = max_seq_length - 3
@@ -95,7 +120,7 @@ class InstanceMaker:
                 else:
                     is_random_next = False
                     tokens_b = [token for segment in current_chunk[a_end:] for token in segment]
-                truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+                self.truncate(tokens_a, tokens_b, max_num_tokens, rng)
                 input_ids = [self.cls_id, *tokens_a, self.sep_id, *tokens_b, self.sep_id]
                 positions, labels = self.masker.mask(input_ids, len(tokens_a) + 2, rng)
                 instances.append(
@@ -126,7 +151,7 @@ class InstanceMaker:
 
 def create_instances(
     corpus, rng, dupe_factor, max_seq_length, short_seq_prob, masker, cls_id, sep_id,
-    encode=lambda instance: instance, on_document=None,
+    encode=lambda instance: instance, on_document=None, exact_stream=True,
 ):
     """All instances of a corpus, in the original's final (shuffled) order.
 
@@ -140,6 +165,7 @@ def create_instances(
       encode: Applied to each `TrainingInstance` as soon as it is made (e.g. serialising it,
         which keeps memory small); the shuffle does not depend on what it returns.
       on_document: Called with the number of instances after each document (progress).
+      exact_stream: As `InstanceMaker`'s (the masker has its own).
 
     Returns:
       The list of `encode(instance)`, shuffled as the original shuffles its instances.
@@ -157,7 +183,9 @@ def create_instances(
             cache[index] = document
         return document
 
-    maker = InstanceMaker(get_document, len(order), max_seq_length, short_seq_prob, masker, cls_id, sep_id)
+    maker = InstanceMaker(
+        get_document, len(order), max_seq_length, short_seq_prob, masker, cls_id, sep_id, exact_stream
+    )
     instances = []
     for _ in range(dupe_factor):
         for document_index in range(len(order)):

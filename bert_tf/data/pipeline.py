@@ -92,6 +92,7 @@ class _ShardMaker:
 
     def __init__(self, options, exact=True):
         self.options = options
+        self.exact = exact
         self.tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
         vocab = self.tokenizer.vocab
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
@@ -102,7 +103,7 @@ class _ShardMaker:
             options.masked_lm_prob,
             options.max_predictions_per_seq,
             options.do_whole_word_mask,
-            sample_positions=not exact,
+            exact_stream=exact,
         )
         self.encoder = ExampleEncoder(
             options.max_seq_length, options.max_predictions_per_seq, max(vocab.values())
@@ -135,6 +136,7 @@ class _ShardMaker:
         records = create_instances(
             corpus, rng, options.dupe_factor, options.max_seq_length, options.short_seq_prob,
             self.masker, vocab["[CLS]"], vocab["[SEP]"], encode=encode, on_document=on_document,
+            exact_stream=self.exact,
         )
         return records, summary
 
