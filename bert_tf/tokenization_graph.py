@@ -5,14 +5,14 @@ rebuilt from TF string ops, because tensorflow-text's own `BertTokenizer` normal
 (NFKC case folding instead of `lower()`, control characters as spaces instead of dropped, a
 100-byte word limit instead of 200 characters). Step by step (as in `bert_tf.tokenization`):
 
-1. drop NUL, U+FFFD and Cc/Cf characters except tab, newline and carriage return, which become
-   spaces like every Zs character;
+1. drop NUL, U+FFFD and Cc/Cf characters except tab, newline and carriage return, which stay
+   as word separators, like every Zs character (made a space);
 2. pad CJK ideographs with spaces;
 3. uncased: `tf.strings.lower` (full Unicode lower-casing, like Python's `str.lower()`), NFD,
    drop Mn;
-4. and 5. put spaces around punctuation (P* and the ASCII symbols) and split on spaces
-   (U+2028/U+2029, which cleaning keeps but Python's `str.split()` splits on, became spaces
-   in step 1);
+4. and 5. put spaces around punctuation (P* and the ASCII symbols) and split at spaces, tabs
+   and line breaks (U+2028/U+2029, which cleaning keeps but Python's `str.split()` splits at,
+   became spaces in step 1);
 6. words of more than 200 characters become "[UNK]"; the rest go through FastWordpiece.
 """
 
@@ -24,6 +24,13 @@ from bert_tf.tokenization import _CJK_RANGES, load_vocab
 _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
 _PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
 _MAX_CHARS_PER_WORD = 200
+# The Zs characters other than U+0020, and U+2028/U+2029, which survive the original's cleaning
+# but split words in `str.split()`. (The space itself is left alone: replacing every space with
+# a space made this the slowest step.)
+_SPACES_OTHER_THAN_SPACE = r"[\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}\x{2028}\x{2029}]"
+# NUL, U+FFFD and the Cc/Cf characters, except tab, newline and carriage return, which stay and
+# split words in `tf.strings.split` as the original's whitespace does.
+_DROPPED = r"[\x{0}-\x{8}\x{B}\x{C}\x{E}-\x{1F}\x{7F}-\x{9F}\x{FFFD}\p{Cf}]"
 
 
 def _wordpiece_vocab(vocab):
@@ -37,6 +44,17 @@ def _wordpiece_vocab(vocab):
         if token:
             tokens[index] = token
     return tokens
+
+
+def _drop_invalid_utf8(text):
+    """Drops bytes that are not UTF-8, as the original's `decode("utf-8", "ignore")`.
+
+    Only rows with a byte above 0x7F are transcoded: ASCII rows are valid as they are, and the
+    transcoder is the slowest step of the tokenizer on mostly-ASCII text.
+    """
+    rows = tf.where(~tf.strings.regex_full_match(text, r"[\x00-\x7F]*"))
+    valid = tf.strings.unicode_transcode(tf.gather_nd(text, rows), "UTF-8", "UTF-8", errors="ignore")
+    return tf.tensor_scatter_nd_update(text, rows, valid)
 
 
 class GraphTokenizer(tf.Module):
@@ -80,32 +98,45 @@ class GraphTokenizer(tf.Module):
             ],
         )
 
-    def basic_tokenize(self, text):
-        """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens.
+    def _chunks(self, text):
+        """Step 1: a [batch] string tensor -> ragged [batch, (chunks)] split at whitespace."""
+        text = _drop_invalid_utf8(text)
+        text = tf.strings.regex_replace(text, _SPACES_OTHER_THAN_SPACE, " ")
+        text = tf.strings.regex_replace(text, _DROPPED, "")
+        return tf.strings.split(text)  # at spaces and \t \n \r, the only whitespace left
 
-        Lower-casing, NFD and accent stripping run on the whole cleaned text rather than word by
-        word: none of them moves a character across the whitespace the words are split at, so
-        the words come out the same, with one pass over each string instead of one per word.
+    def _words(self, chunks):
+        """Steps 2-5 on a 1-D tensor of whitespace-free chunks -> ragged [chunks, (words)].
+
+        None of these steps makes or moves whitespace except the padding of CJK ideographs and
+        punctuation, so each chunk can be normalised on its own and split once more.
         """
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
-        # U+2028/U+2029 survive the original's cleaning but split words like spaces.
-        text = tf.strings.regex_replace(text, r"[\t\n\r\p{Zs}\x{2028}\x{2029}]", " ")
-        text = tf.strings.regex_replace(text, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
-        text = tf.strings.regex_replace(text, f"({_CJK_CLASS})", r" \1 ")
+        chunks = tf.strings.regex_replace(chunks, f"({_CJK_CLASS})", r" \1 ")
         if self.do_lower_case:
-            text = tf.strings.lower(text, encoding="utf-8")
-            text = tf_text.normalize_utf8(text, "NFD")
-            text = tf.strings.regex_replace(text, r"\p{Mn}", "")
-        text = tf.strings.regex_replace(text, f"({_PUNCTUATION_CLASS})", r" \1 ")
-        return tf.strings.split(text)  # only spaces are left as whitespace
+            chunks = tf.strings.lower(chunks, encoding="utf-8")
+            chunks = tf_text.normalize_utf8(chunks, "NFD")
+            chunks = tf.strings.regex_replace(chunks, r"\p{Mn}", "")
+        chunks = tf.strings.regex_replace(chunks, f"({_PUNCTUATION_CLASS})", r" \1 ")
+        return tf.strings.split(chunks)
+
+    def basic_tokenize(self, text):
+        """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
+        chunks = self._chunks(text)
+        return chunks.with_flat_values(self._words(chunks.flat_values)).merge_dims(1, 2)
 
     def _tokenize(self, text):
-        """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids."""
-        words = self.basic_tokenize(text)
+        """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids.
+
+        Text repeats its words, so steps 2-6 run once per distinct chunk of the batch (the
+        memoisation of `FullTokenizer`, in the graph) and the ids are gathered back.
+        """
+        chunks = self._chunks(text)
+        distinct, index = tf.unique(chunks.flat_values)
+        words = self._words(distinct)
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
         flat = tf.where(too_long, tf.constant("[UNK]"), words.flat_values)
-        ids = self._wordpiece.tokenize(flat)
-        return words.with_flat_values(ids).merge_dims(1, 2)
+        ids = words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
+        return chunks.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
 
     def _pack(self, text_a, text_b, max_seq_length):
         """`[CLS] a [SEP] b [SEP]` model inputs, as `bert_tf.packing.pack_inputs` makes them.

@@ -50,6 +50,15 @@ def test_targeted_cases(fixtures_dir, tokenizers):
         assert ids == python_ids(python, text), repr(text)
 
 
+def test_bytes_that_are_not_utf8_are_dropped(fixtures_dir, tokenizers):
+    python, graph = tokenizers
+    rows = [b"plain ascii", b"caf\xc3 au\xfflait", b"Caf\xc3\xa9 \xe2\x82", b"ok", b"\xf0\x9f\x98 \xf0\x9f\x98\x80x",
+            b"\xed\xa0\x80 surrogate \xc0\xaf overlong"]
+    got = graph.tokenize(tf.constant(rows)).to_list()
+    assert got == [python_ids(python, python_text) for python_text in
+                   (row.decode("utf-8", "ignore") for row in rows)]
+
+
 def test_every_assigned_bmp_character(fixtures_dir, tokenizers):
     """Each assigned character of the Basic Multilingual Plane between two letters."""
     python, graph = tokenizers
