@@ -137,6 +137,26 @@ def test_layer_norm_computes_in_float32_under_mixed_precision():
     np.testing.assert_allclose(got, want, atol=5e-3)
 
 
+def test_attention_softmax_computes_in_float32_under_mixed_precision(monkeypatch):
+    from bert_tf.modeling import attention
+
+    seen = []
+    softmax = attention.ops.softmax
+
+    def recording_softmax(x, axis=-1):
+        seen.append(keras.backend.standardize_dtype(x.dtype))
+        return softmax(x, axis=axis)
+
+    monkeypatch.setattr(attention.ops, "softmax", recording_softmax)
+    config = BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16)
+    layer = attention.SelfAttention(config, dtype="mixed_float16")
+    layer.build()
+    out = layer(np.ones((1, 3, 8), "float16"), np.array([[1, 1, 0]]))
+    assert seen == ["float32"]
+    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+
+
 def test_mixed_precision_model_is_close_to_float32(reference, fixtures_dir):
     batch = reference["b1"]
     model = BertPretrainer(
