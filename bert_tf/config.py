@@ -2,14 +2,16 @@
 
 import copy
 import json
-import os
+
+from bert_tf.files import atomic_output
 
 # The activations a config may name. "gelu" is what the original code computes at HEAD (the tanh
 # approximation); "gelu_exact" is the erf form the original used before 2019-02-07, which the 2018
 # released checkpoints were trained with.
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
-# Google's keys, in the order `BertConfig.to_json_string()` of the original writes them (sorted).
+# Google's keys, in the order of the original `BertConfig`'s arguments (`to_dict` keeps it; the
+# JSON file is written with sorted keys, as the original's).
 _GOOGLE_KEYS = (
     "vocab_size",
     "hidden_size",
@@ -158,10 +160,8 @@ class BertConfig:
 
     def to_json_file(self, json_file):
         """Writes the config to `json_file` atomically (temporary name, then rename)."""
-        tmp = f"{json_file}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as writer:
+        with atomic_output(json_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
             writer.write(self.to_json_string())
-        os.replace(tmp, json_file)
 
     # Keras-style names, so a config can sit inside a layer's own config.
     get_config = to_dict

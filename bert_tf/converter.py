@@ -14,6 +14,7 @@ import numpy as np
 from bert_tf import reference
 from bert_tf.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix, save_google_checkpoint
 from bert_tf.config import BertConfig
+from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel, BertPretrainer
 
 # float32 against float64: the fixtures agree to 2e-6 for the tiny model; deeper and wider models
@@ -181,15 +182,12 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
 
 def save_keras(model, output):
     """Saves a model as `.keras` or `.weights.h5`, through a temporary name."""
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
     suffix = ".weights.h5" if output.endswith(".weights.h5") else ".keras"
-    tmp = f"{output[: -len(suffix)]}.tmp-{os.getpid()}{suffix}"
-    if suffix == ".keras":
-        model.save(tmp)
-    else:
-        model.save_weights(tmp)
-    os.replace(tmp, output)
+    with atomic_output(output, suffix) as tmp:
+        if suffix == ".keras":
+            model.save(tmp)
+        else:
+            model.save_weights(tmp)
 
 
 def keras_to_google(keras_model, output_checkpoint):

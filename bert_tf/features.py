@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 
+from bert_tf.files import atomic_output
 from bert_tf.packing import pack_inputs
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -123,17 +124,9 @@ def write_jsonl(records, output_file):
     Returns:
       The number of records written.
     """
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{output_file}.tmp-{os.getpid()}"
     count = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as writer:
-            for record in records:
-                writer.write(json.dumps(record) + "\n")
-                count += 1
-        os.replace(tmp, output_file)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_output(output_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+        for record in records:
+            writer.write(json.dumps(record) + "\n")
+            count += 1
     return count

@@ -8,9 +8,9 @@ come from tensorflow-text's vocabulary learner.
 
 import collections
 import logging
-import os
 
 from bert_tf.data.documents import expand_input_patterns
+from bert_tf.files import atomic_output
 from bert_tf.tokenization import BasicTokenizer
 
 logger = logging.getLogger(__name__)
@@ -68,12 +68,8 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS
 
 def write_vocab(tokens, path):
     """Writes one token a line through a temporary file renamed into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as writer:
+    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
         writer.writelines(token + "\n" for token in tokens)
-    os.replace(tmp, path)
 
 
 def build_vocab(input_file, output, vocab_size, do_lower_case=True,

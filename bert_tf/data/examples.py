@@ -7,8 +7,10 @@ times faster than building `tf.train.Example` objects; `tests/test_pretraining_e
 checks the bytes with `tf.io.parse_single_example`.
 """
 
-import os
+import contextlib
 import struct
+
+from bert_tf.files import atomic_output
 
 FEATURE_NAMES = (
     "input_ids",
@@ -126,7 +128,8 @@ class ExampleEncoder:
 
 class RecordWriter:
     """Writes records round-robin over several TFRecord files, each under a temporary name
-    until `close()` renames it into place, so an interrupted run leaves no finished-looking file.
+    until the `with` block ends and renames it into place (or deletes it after an error), so an
+    interrupted run leaves no finished-looking file.
 
     Args:
       output_files: Paths of the TFRecord files to write.
@@ -135,38 +138,21 @@ class RecordWriter:
     def __init__(self, output_files):
         import tensorflow as tf  # TFRecord framing (length, CRC32C) comes from TensorFlow
 
-        self.output_files = list(output_files)
-        self._tmp_files = [f"{path}.tmp-{os.getpid()}" for path in self.output_files]
-        for path in self.output_files:
-            directory = os.path.dirname(os.path.abspath(path))
-            os.makedirs(directory, exist_ok=True)
-        self._writers = [tf.io.TFRecordWriter(tmp) for tmp in self._tmp_files]
+        with contextlib.ExitStack() as files:  # undone if a writer cannot be opened
+            tmp_files = [files.enter_context(atomic_output(path)) for path in output_files]
+            self._writers = [tf.io.TFRecordWriter(tmp) for tmp in tmp_files]
+            self._files = files.pop_all()
         self._next = 0
-        self.count = 0
 
     def write(self, record):
         self._writers[self._next].write(record)
         self._next = (self._next + 1) % len(self._writers)
-        self.count += 1
-
-    def close(self):
-        """Flushes every file and renames it to its final name."""
-        for writer, tmp, path in zip(self._writers, self._tmp_files, self.output_files):
-            writer.close()
-            os.replace(tmp, path)
-
-    def abort(self):
-        """Closes and deletes the temporary files (after an error)."""
-        for writer, tmp in zip(self._writers, self._tmp_files):
-            writer.close()
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
+        """Flushes every file, then renames each into place, or deletes them after an error."""
+        for writer in self._writers:
+            writer.close()
+        return self._files.__exit__(exc_type, exc, tb)
