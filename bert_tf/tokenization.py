@@ -145,6 +145,25 @@ def _is_chinese_char(cp):
     return any(low <= cp <= high for low, high in _CJK_RANGES)
 
 
+class _Memo(dict):
+    """`memo[key]` is `make(key)`, computed on the first lookup only.
+
+    A hit is a plain dict lookup; a miss calls `__missing__`. The memo is emptied when it holds
+    `limit` entries: text keeps reusing its frequent words, so they are back soon after.
+    """
+
+    def __init__(self, make, limit=_CACHE_LIMIT):
+        super().__init__()
+        self._make = make
+        self._limit = limit
+
+    def __missing__(self, key):
+        if len(self) >= self._limit:
+            self.clear()
+        value = self[key] = self._make(key)
+        return value
+
+
 class BasicTokenizer:
     """Steps 1-5: cleaning, CJK splitting, lower-casing and accent stripping, punctuation."""
 
@@ -153,8 +172,8 @@ class BasicTokenizer:
         do_lower_case: Lower-case and strip accents (uncased models).
         """
         self.do_lower_case = do_lower_case
-        self._char_cache = {}
-        self._word_cache = {}
+        self._char_replacements = _Memo(self._replace_char)
+        self._word_tokens = _Memo(self.tokenize_word_uncached)
 
     def tokenize(self, text):
         """Returns the basic tokens of `text` (a list of `str`)."""
@@ -168,34 +187,29 @@ class BasicTokenizer:
         text = convert_to_unicode(text)
         if text.isascii():
             return text.translate(_ASCII_CLEAN).split()
-        return "".join(self._clean_char(char) for char in text).split()
+        replacements = self._char_replacements
+        return "".join([replacements[char] for char in text]).split()
 
-    def _clean_char(self, char):
-        """A character's replacement in steps 1 and 2 (memoised per character)."""
-        replacement = self._char_cache.get(char)
-        if replacement is None:
-            cp = ord(char)
-            if cp == 0 or cp == 0xFFFD or _is_control(char):
-                replacement = ""
-            elif _is_whitespace(char):
-                replacement = " "
-            elif _is_chinese_char(cp):
-                replacement = f" {char} "
-            else:
-                replacement = char
-            self._char_cache[char] = replacement
-        return replacement
+    @staticmethod
+    def _replace_char(char):
+        """A character's replacement in steps 1 and 2."""
+        cp = ord(char)
+        if cp == 0 or cp == 0xFFFD or _is_control(char):
+            return ""
+        if _is_whitespace(char):
+            return " "
+        if _is_chinese_char(cp):
+            return f" {char} "
+        return char
 
     def tokenize_word(self, word):
         """Steps 4-5 for one word from `split_words`; memoised."""
-        tokens = self._word_cache.get(word)
-        if tokens is None:
-            text = self._strip_accents(word.lower()) if self.do_lower_case else word
-            tokens = " ".join(self._split_on_punctuation(text)).split()
-            if len(self._word_cache) >= _CACHE_LIMIT:
-                self._word_cache.clear()
-            self._word_cache[word] = tokens
-        return tokens
+        return self._word_tokens[word]
+
+    def tokenize_word_uncached(self, word):
+        """`tokenize_word` without the memo (for callers that memoise a later step)."""
+        text = self._strip_accents(word.lower()) if self.do_lower_case else word
+        return " ".join(self._split_on_punctuation(text)).split()
 
     @staticmethod
     def _strip_accents(text):
@@ -231,7 +245,7 @@ class WordpieceTokenizer:
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
-        self._cache = {}
+        self._pieces = _Memo(self._greedy_pieces)
 
     def tokenize(self, text):
         """WordPieces of every whitespace-separated word of `text` (already basic-tokenized)."""
@@ -242,13 +256,7 @@ class WordpieceTokenizer:
 
     def tokenize_word(self, word):
         """The WordPieces of one word; memoised."""
-        pieces = self._cache.get(word)
-        if pieces is None:
-            pieces = self._greedy_pieces(word)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[word] = pieces
-        return pieces
+        return self._pieces[word]
 
     def _greedy_pieces(self, word):
         if len(word) > self.max_input_chars_per_word:
@@ -278,23 +286,22 @@ class FullTokenizer:
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
-        self._word_cache = {}
+        # Whole words to their WordPieces: one lookup per word once the memo is warm.
+        self._word_pieces = _Memo(self._pieces_of_word)
+
+    def _pieces_of_word(self, word):
+        return [
+            piece
+            for token in self.basic_tokenizer.tokenize_word_uncached(word)
+            for piece in self.wordpiece_tokenizer.tokenize_word(token)
+        ]
 
     def tokenize(self, text):
         """The WordPiece tokens of `text`."""
+        word_pieces = self._word_pieces
         tokens = []
         for word in self.basic_tokenizer.split_words(text):
-            pieces = self._word_cache.get(word)
-            if pieces is None:
-                pieces = [
-                    piece
-                    for token in self.basic_tokenizer.tokenize_word(word)
-                    for piece in self.wordpiece_tokenizer.tokenize_word(token)
-                ]
-                if len(self._word_cache) >= _CACHE_LIMIT:
-                    self._word_cache.clear()
-                self._word_cache[word] = pieces
-            tokens.extend(pieces)
+            tokens.extend(word_pieces[word])
         return tokens
 
     def convert_tokens_to_ids(self, tokens):
