@@ -84,7 +84,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         sizes = {copies: corpus(tmp, copies) for copies in (200, 800, 3200)}
         print("sample_text.txt repeated, dupe_factor 5, max_seq_length 128")
-        rates, peaks = {}, {}
+        rates = {}
 
         def run(name, command_for, small=800, large=3200):
             (wall_s, rss_s, text_s), (wall_l, rss_l, text_l) = [
@@ -93,7 +93,7 @@ def main():
             n_s, n_l = instances(text_s), instances(text_l)
             rate = (n_l - n_s) / max(wall_l - wall_s, 1e-9)
             startup = wall_s - n_s / rate
-            rates[name], peaks[name] = rate, (rss_s, rss_l)
+            rates[name] = rate
             print(f"{name:<34} {rate:>8,.0f} inst/s  start-up {startup:4.1f} s  "
                   f"x{large}: {n_l:,} inst in {wall_l:5.1f} s  peak RSS x{small} {rss_s:5.0f} MiB, "
                   f"x{large} {rss_l:5.0f} MiB ({rss_l / rss_s:.2f}x)", flush=True)

@@ -64,18 +64,17 @@ def main():
     parser.add_argument("--batch_size", type=int, default=1024)
     parser.add_argument("--original_tokenization", help="google-research/bert tokenization.py (patched import)")
     args = parser.parse_args()
+    for kind in ("sample", "zipf") if args.corpus == "both" else (args.corpus,):
+        compare(kind, make_corpus(kind, args.lines), args)
 
+
+def compare(kind, lines, args):
+    """Times every tokenizer on `lines`, each fresh, and prints tokens/s and the ratios."""
     import tensorflow as tf
 
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.tokenization_graph import GraphTokenizer
 
-    for kind in ("sample", "zipf") if args.corpus == "both" else (args.corpus,):
-        compare(kind, make_corpus(kind, args.lines), args, tf, FullTokenizer, GraphTokenizer)
-
-
-def compare(kind, lines, args, tf, FullTokenizer, GraphTokenizer):
-    """Times every tokenizer on `lines`, each fresh, and prints tokens/s and the ratios."""
     vocab = os.path.join(DATA, "vocab.txt")
     python = FullTokenizer(vocab, do_lower_case=True)
     graph = GraphTokenizer(vocab, do_lower_case=True)

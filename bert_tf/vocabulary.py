@@ -58,12 +58,7 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS
         reserved_tokens=list(reserved_tokens),
         lower_thresh=min_count,
     )
-    seen, unique = set(), []
-    for token in vocab:
-        if token not in seen:
-            seen.add(token)
-            unique.append(token)
-    return unique
+    return list(dict.fromkeys(vocab))  # the learner may repeat a reserved token
 
 
 def write_vocab(tokens, path):

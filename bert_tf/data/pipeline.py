@@ -109,7 +109,7 @@ class _ShardMaker:
             options.max_seq_length, options.max_predictions_per_seq, max(vocab.values())
         )
 
-    def read(self, ranges, on_line=None):
+    def read(self, ranges):
         builder = CorpusBuilder(self.tokenizer)
         for path, start, end in ranges:
             builder.add_file(path, start, end)
