@@ -74,7 +74,6 @@ class BertModel(_SerializableByBertConfig, keras.Model):
         }
 
 
-
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPretrainer(_SerializableByBertConfig, keras.Model):
     """`BertModel` plus the two pretraining heads of the original (`cls/predictions`,
