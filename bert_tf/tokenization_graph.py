@@ -12,8 +12,16 @@ rebuilt from TF string ops, because tensorflow-text's own `BertTokenizer` normal
    drop Mn;
 4. and 5. put spaces around punctuation (P* and the ASCII symbols) and split at spaces, tabs
    and line breaks (U+2028/U+2029, which cleaning keeps but Python's `str.split()` splits at,
-   became spaces in step 1);
+   are made spaces in step 1);
 6. words of more than 200 characters become "[UNK]"; the rest go through FastWordpiece.
+
+The text is first cut at ASCII whitespace into chunks, and each distinct chunk of a batch is
+tokenized once (the memoisation of `FullTokenizer`, in the graph). No step moves a chunk
+boundary: the only ASCII whitespace the original drops rather than splits at, vertical tab and
+form feed, is dropped before the cut, and every other step only splits a chunk further. Chunks
+of printable ASCII, most of them in most text, take a shorter path with the same result: ASCII
+lower-casing, then FastWordpiece's own punctuation splitting (for ASCII the original's; with
+`max_bytes_per_word=200` its word limit is the original's too, as a byte is a character there).
 """
 
 import tensorflow as tf
@@ -25,12 +33,14 @@ _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _C
 _PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
 _MAX_CHARS_PER_WORD = 200
 # The Zs characters other than U+0020, and U+2028/U+2029, which survive the original's cleaning
-# but split words in `str.split()`. (The space itself is left alone: replacing every space with
-# a space made this the slowest step.)
+# but split words in `str.split()`.
 _SPACES_OTHER_THAN_SPACE = r"[\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}\x{2028}\x{2029}]"
 # NUL, U+FFFD and the Cc/Cf characters, except tab, newline and carriage return, which stay and
 # split words in `tf.strings.split` as the original's whitespace does.
 _DROPPED = r"[\x{0}-\x{8}\x{B}\x{C}\x{E}-\x{1F}\x{7F}-\x{9F}\x{FFFD}\p{Cf}]"
+# The ASCII ones among them: vertical tab and form feed would cut chunks, and the rest go too so
+# that a chunk of printable ASCII needs no cleaning.
+_DROPPED_ASCII = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
 
 
 def _wordpiece_vocab(vocab):
@@ -44,17 +54,6 @@ def _wordpiece_vocab(vocab):
         if token:
             tokens[index] = token
     return tokens
-
-
-def _drop_invalid_utf8(text):
-    """Drops bytes that are not UTF-8, as the original's `decode("utf-8", "ignore")`.
-
-    Only rows with a byte above 0x7F are transcoded: ASCII rows are valid as they are, and the
-    transcoder is the slowest step of the tokenizer on mostly-ASCII text.
-    """
-    rows = tf.where(~tf.strings.regex_full_match(text, r"[\x00-\x7F]*"))
-    valid = tf.strings.unicode_transcode(tf.gather_nd(text, rows), "UTF-8", "UTF-8", errors="ignore")
-    return tf.tensor_scatter_nd_update(text, rows, valid)
 
 
 class GraphTokenizer(tf.Module):
@@ -75,15 +74,21 @@ class GraphTokenizer(tf.Module):
         vocab = load_vocab(vocab_file)
         self.vocab_size = max(vocab.values()) + 1
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=_wordpiece_vocab(vocab),
-            suffix_indicator="##",
-            # The character limit is applied before; no word that reaches here is longer.
-            max_bytes_per_word=4 * _MAX_CHARS_PER_WORD,
-            token_out_type=tf.int64,
-            unknown_token="[UNK]",
-            no_pretokenization=True,
-        )
+
+        def wordpiece(**kwargs):
+            return tf_text.FastWordpieceTokenizer(
+                vocab=_wordpiece_vocab(vocab),
+                suffix_indicator="##",
+                token_out_type=tf.int64,
+                unknown_token="[UNK]",
+                **kwargs,
+            )
+
+        # Words split and checked against the character limit in TF ops: no word that reaches
+        # it is longer than 200 characters, so at most 800 bytes.
+        self._wordpiece = wordpiece(max_bytes_per_word=4 * _MAX_CHARS_PER_WORD, no_pretokenization=True)
+        # Printable ASCII chunks, split into words by FastWordpiece itself.
+        self._ascii_wordpiece = wordpiece(max_bytes_per_word=_MAX_CHARS_PER_WORD, no_pretokenization=False)
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
         self.tokenize = tf.function(
@@ -98,19 +103,14 @@ class GraphTokenizer(tf.Module):
             ],
         )
 
-    def _chunks(self, text):
-        """Step 1: a [batch] string tensor -> ragged [batch, (chunks)] split at whitespace."""
-        text = _drop_invalid_utf8(text)
-        text = tf.strings.regex_replace(text, _SPACES_OTHER_THAN_SPACE, " ")
-        text = tf.strings.regex_replace(text, _DROPPED, "")
-        return tf.strings.split(text)  # at spaces and \t \n \r, the only whitespace left
-
     def _words(self, chunks):
-        """Steps 2-5 on a 1-D tensor of whitespace-free chunks -> ragged [chunks, (words)].
+        """Steps 1-5 on a 1-D tensor of chunks -> ragged [chunks, (words)].
 
-        None of these steps makes or moves whitespace except the padding of CJK ideographs and
-        punctuation, so each chunk can be normalised on its own and split once more.
+        Bytes that are not UTF-8 are dropped first, as the original's `decode("utf-8", "ignore")`.
         """
+        chunks = tf.strings.unicode_transcode(chunks, "UTF-8", "UTF-8", errors="ignore")
+        chunks = tf.strings.regex_replace(chunks, _SPACES_OTHER_THAN_SPACE, " ")
+        chunks = tf.strings.regex_replace(chunks, _DROPPED, "")
         chunks = tf.strings.regex_replace(chunks, f"({_CJK_CLASS})", r" \1 ")
         if self.do_lower_case:
             chunks = tf.strings.lower(chunks, encoding="utf-8")
@@ -119,23 +119,44 @@ class GraphTokenizer(tf.Module):
         chunks = tf.strings.regex_replace(chunks, f"({_PUNCTUATION_CLASS})", r" \1 ")
         return tf.strings.split(chunks)
 
+    def _chunks(self, text):
+        """A [batch] string tensor -> ragged [batch, (chunks)], cut at ASCII whitespace."""
+        return tf.strings.split(tf.strings.regex_replace(text, _DROPPED_ASCII, ""))
+
     def basic_tokenize(self, text):
         """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
         chunks = self._chunks(text)
         return chunks.with_flat_values(self._words(chunks.flat_values)).merge_dims(1, 2)
 
-    def _tokenize(self, text):
-        """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids.
-
-        Text repeats its words, so steps 2-6 run once per distinct chunk of the batch (the
-        memoisation of `FullTokenizer`, in the graph) and the ids are gathered back.
-        """
-        chunks = self._chunks(text)
-        distinct, index = tf.unique(chunks.flat_values)
-        words = self._words(distinct)
+    def _chunk_ids(self, chunks):
+        """Steps 1-6 on a 1-D tensor of chunks -> ragged int64 [chunks, (ids)]."""
+        words = self._words(chunks)
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
         flat = tf.where(too_long, tf.constant("[UNK]"), words.flat_values)
-        ids = words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
+        return words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
+
+    def _ascii_chunk_ids(self, chunks):
+        """`_chunk_ids` for chunks of printable ASCII only."""
+        if self.do_lower_case:
+            chunks = tf.strings.lower(chunks)
+        return self._ascii_wordpiece.tokenize(chunks)
+
+    def _tokenize(self, text):
+        """A [batch] string tensor -> ragged int64 [batch, (tokens)] of WordPiece ids."""
+        chunks = self._chunks(text)
+        distinct, index = tf.unique(chunks.flat_values)
+        is_ascii = tf.strings.regex_full_match(distinct, "[!-~]*")
+        ascii_rows, other_rows = tf.where(is_ascii)[:, 0], tf.where(~is_ascii)[:, 0]
+        ids = tf.concat(
+            [
+                self._ascii_chunk_ids(tf.gather(distinct, ascii_rows)),
+                self._chunk_ids(tf.gather(distinct, other_rows)),
+            ],
+            axis=0,
+        )
+        # Row i of `ids` is distinct chunk `order[i]`.
+        order = tf.concat([ascii_rows, other_rows], axis=0)
+        index = tf.gather(tf.math.invert_permutation(order), index)
         return chunks.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
 
     def _pack(self, text_a, text_b, max_seq_length):

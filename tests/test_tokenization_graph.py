@@ -59,6 +59,17 @@ def test_bytes_that_are_not_utf8_are_dropped(fixtures_dir, tokenizers):
                    (row.decode("utf-8", "ignore") for row in rows)]
 
 
+def test_ascii_chunks_agree_with_the_general_path(fixtures_dir, tokenizers):
+    """Printable-ASCII chunks take a shortcut: the same chunks beside non-ASCII ones, at the word limit."""
+    python, graph = tokenizers
+    punctuation = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum())
+    ascii_rows = ["Hello,World!", f"a{punctuation}b", "X" * 199, "x" * 200, "x" * 201, "ab\x0bcd\x0cef"]
+    texts = ascii_rows + [f"{row} naïve {row} \u00e9{row}" for row in ascii_rows]
+    got = graph.tokenize(tf.constant(texts)).to_list()
+    for text, ids in zip(texts, got):
+        assert ids == python_ids(python, text), repr(text)
+
+
 def test_every_assigned_bmp_character(fixtures_dir, tokenizers):
     """Each assigned character of the Basic Multilingual Plane between two letters."""
     python, graph = tokenizers
