@@ -75,9 +75,11 @@ class GraphTokenizer(tf.Module):
         self.vocab_size = max(vocab.values()) + 1
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
+        wordpiece_vocab = _wordpiece_vocab(vocab)
+
         def wordpiece(**kwargs):
             return tf_text.FastWordpieceTokenizer(
-                vocab=_wordpiece_vocab(vocab),
+                vocab=wordpiece_vocab,
                 suffix_indicator="##",
                 token_out_type=tf.int64,
                 unknown_token="[UNK]",
