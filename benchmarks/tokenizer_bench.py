@@ -80,7 +80,7 @@ def compare(kind, lines, args):
     import tensorflow as tf
 
     from bert_tf import tokenization
-    from bert_tf.tokenization_graph import GraphTokenizer
+    from bert_tf.text.graph_tokenizer import GraphTokenizer
 
     vocab = os.path.join(DATA, "vocab.txt")
     warm_lines = make_corpus(kind, len(lines), seed=1)

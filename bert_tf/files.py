@@ -1,6 +1,7 @@
-"""Output files that are complete or absent: written under a temporary name, then renamed."""
+"""User paths: input globs, and output files that are complete or absent (temporary name, then rename)."""
 
 import contextlib
+import glob
 import os
 
 
@@ -27,3 +28,24 @@ def atomic_output(path, suffix=""):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def expand_input_patterns(input_file):
+    """The files matched by a comma-separated list of glob patterns, in the original's order.
+
+    Raises:
+      ValueError: A pattern matches no file; the message names it.
+    """
+    files = []
+    for pattern in input_file.split(","):
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matches = sorted(glob.glob(pattern))
+        matches = [path for path in matches if os.path.isfile(path)]
+        if not matches:
+            raise ValueError(f"--input_file: {pattern!r} matches no file")
+        files.extend(matches)
+    if not files:
+        raise ValueError("--input_file: no input files given")
+    return files

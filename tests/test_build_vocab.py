@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from bert_tf.tokenization import BasicTokenizer, FullTokenizer
-from bert_tf.vocabulary import build_vocab
+from bert_tf.text.tokenization import BasicTokenizer, FullTokenizer
+from bert_tf.text.vocabulary import build_vocab
 from tests import pretraining_fixtures as pf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import converter, reference
+from bert_tf.checkpoints import converter, reference
 from tests import model_fixtures as mf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from bert_tf.packing import pack_inputs, truncate_seq_pair, truncated_pair_lengths
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.text.packing import pack_inputs, truncate_seq_pair, truncated_pair_lengths
+from bert_tf.text.tokenization import FullTokenizer
 from tests.conftest import FIXTURES_DIR
 
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from bert_tf import BertConfig, BertPretrainer
-from bert_tf.parameters import format_parameter_table, parameter_counts, variable_shapes
+from bert_tf.checkpoints.parameters import format_parameter_table, parameter_counts, variable_shapes
 from tests import model_fixtures as mf
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bert_tf.data import PretrainingDataOptions, create_pretraining_data
 from bert_tf.data import pipeline
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.text.tokenization import FullTokenizer
 from tests import pretraining_fixtures as pf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

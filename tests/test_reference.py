@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from bert_tf import BertConfig, reference
+from bert_tf import BertConfig
+from bert_tf.checkpoints import reference
 from tests import model_fixtures as mf
 
 

@@ -24,7 +24,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from bert_tf.vocabulary import build_vocab
+    from bert_tf.text.vocabulary import build_vocab
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     tokens = build_vocab(FLAGS.input_file, FLAGS.output, FLAGS.vocab_size, FLAGS.do_lower_case,

@@ -25,7 +25,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from bert_tf import converter, parameters
+    from bert_tf.checkpoints import converter, parameters
 
     if FLAGS.keras_model:
         if not FLAGS.output:

@@ -37,7 +37,8 @@ def _with_progress(records):
 
 def main(argv):
     del argv
-    from bert_tf import BertConfig, BertModel, features, load_google_checkpoint, tokenization
+    from bert_tf import BertConfig, BertModel, load_google_checkpoint, tokenization
+    from bert_tf.tasks import feature_extraction as features
 
     try:
         layer_indexes = [int(x) for x in FLAGS.layers.split(",")]

@@ -6,34 +6,11 @@ whitespace; lines that tokenize to nothing are skipped.
 """
 
 import array
-import glob
 import logging
-import os
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
-
-
-def expand_input_patterns(input_file):
-    """The files matched by a comma-separated list of glob patterns, in the original's order.
-
-    Raises:
-      ValueError: A pattern matches no file; the message names it.
-    """
-    files = []
-    for pattern in input_file.split(","):
-        pattern = pattern.strip()
-        if not pattern:
-            continue
-        matches = sorted(glob.glob(pattern))
-        matches = [path for path in matches if os.path.isfile(path)]
-        if not matches:
-            raise ValueError(f"--input_file: {pattern!r} matches no file")
-        files.extend(matches)
-    if not files:
-        raise ValueError("--input_file: no input files given")
-    return files
 
 
 class Corpus:

@@ -15,7 +15,7 @@ algorithm, per document and per duplication round:
 
 import dataclasses
 
-from bert_tf.packing import truncated_pair_lengths
+from bert_tf.text.packing import truncated_pair_lengths
 
 
 @dataclasses.dataclass

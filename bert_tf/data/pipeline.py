@@ -18,12 +18,13 @@ import os
 import random
 import time
 
-from bert_tf.data.documents import CorpusBuilder, expand_input_patterns
+from bert_tf.data.documents import CorpusBuilder
+from bert_tf.files import expand_input_patterns
 from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.data.instances import create_instances
 from bert_tf.data.masking import Masker
 from bert_tf.progress import Progress
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.text.tokenization import FullTokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from bert_tf.files import atomic_output
-from bert_tf.packing import pack_inputs
+from bert_tf.text.packing import pack_inputs
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 

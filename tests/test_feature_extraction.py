@@ -8,8 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf import BertConfig, BertModel, features, load_google_checkpoint, reference
-from bert_tf.tokenization import FullTokenizer
+from bert_tf import BertConfig, BertModel, load_google_checkpoint
+from bert_tf.checkpoints import reference
+from bert_tf.tasks import feature_extraction as features
+from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 

@@ -11,9 +11,9 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bert_tf.packing import pack_inputs
-from bert_tf.tokenization import FullTokenizer
-from bert_tf.tokenization_graph import GraphTokenizer, pack_ids
+from bert_tf.text.packing import pack_inputs
+from bert_tf.text.tokenization import FullTokenizer
+from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from tests.conftest import FIXTURES_DIR
 
 VOCAB = os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt")

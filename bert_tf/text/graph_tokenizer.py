@@ -27,7 +27,7 @@ lower-casing, then FastWordpiece's own punctuation splitting (for ASCII the orig
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.tokenization import _CJK_RANGES, load_vocab
+from bert_tf.text.tokenization import _CJK_RANGES, load_vocab
 
 _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
 _PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
@@ -162,7 +162,7 @@ class GraphTokenizer(tf.Module):
         return chunks.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
 
     def _pack(self, text_a, text_b, max_seq_length):
-        """`[CLS] a [SEP] b [SEP]` model inputs, as `bert_tf.packing.pack_inputs` makes them.
+        """`[CLS] a [SEP] b [SEP]` model inputs, as `bert_tf.text.packing.pack_inputs` makes them.
 
         Rows whose `text_b` tokenizes to nothing are packed as single sequences.
 
@@ -175,7 +175,7 @@ class GraphTokenizer(tf.Module):
 
 
 def _pair_lengths(len_a, len_b, budget):
-    """`bert_tf.packing.truncated_pair_lengths` for a batch of rows."""
+    """`bert_tf.text.packing.truncated_pair_lengths` for a batch of rows."""
     excess = len_a + len_b - budget
     fits = excess <= 0
     trim_a_only = len_a - len_b >= excess
@@ -192,7 +192,7 @@ def _truncate(ragged, lengths):
 
 
 def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
-    """Packs ragged id rows into padded model inputs, like `bert_tf.packing.pack_inputs`.
+    """Packs ragged id rows into padded model inputs, like `bert_tf.text.packing.pack_inputs`.
 
     Args:
       ids_a: Ragged int [batch, (tokens)].

@@ -1,6 +1,6 @@
 """Converting Google checkpoints to Keras and back, with a numeric check of every conversion.
 
-A converted model is run next to the float64 NumPy reference (`bert_tf.reference`, written from
+A converted model is run next to the float64 NumPy reference (`bert_tf.checkpoints.reference`, written from
 the math, not from the Keras code) on generated inputs with padding, and the largest absolute
 difference of each component is reported.
 """
@@ -11,8 +11,8 @@ import os
 import keras
 import numpy as np
 
-from bert_tf import reference
-from bert_tf.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix, save_google_checkpoint
+from bert_tf.checkpoints import reference
+from bert_tf.checkpoints.google import load_google_checkpoint, resolve_checkpoint_prefix, save_google_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel, BertPretrainer

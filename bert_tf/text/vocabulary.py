@@ -9,9 +9,8 @@ come from tensorflow-text's vocabulary learner.
 import collections
 import logging
 
-from bert_tf.data.documents import expand_input_patterns
-from bert_tf.files import atomic_output
-from bert_tf.tokenization import BasicTokenizer
+from bert_tf.files import atomic_output, expand_input_patterns
+from bert_tf.text.tokenization import BasicTokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,311 @@
+"""The original's `FullTokenizer` (basic tokenization, then greedy WordPiece), same API, same output.
+
+The rules, from the original code (SPEC.md §6):
+1. Clean: drop NUL, U+FFFD and control characters (categories Cc and Cf, but not tab, newline,
+   carriage return); whitespace (space, tab, newline, carriage return, category Zs) becomes a
+   space.
+2. Put spaces around CJK ideographs, so each is a word of its own.
+3. Split on whitespace (Python's `str.split()`).
+4. With `do_lower_case`: `str.lower()`, then NFD, then drop combining marks (category Mn).
+5. Split off every punctuation character: ASCII non-letters/non-digits and category P*.
+6. WordPiece each word greedily, longest match first, continuations prefixed "##"; a word of
+   more than 200 characters, or one that cannot be covered, becomes "[UNK]".
+
+Everything after step 2 depends only on the word, so words are memoised: a corpus repeats its
+words, and the cache makes the tokenizer several times faster without changing its output.
+"""
+
+import collections
+import re
+import unicodedata
+
+_CACHE_LIMIT = 1 << 20
+
+# The original's CJK Unified Ideographs blocks (not Hiragana, Katakana or Hangul).
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+# Step 1 for ASCII text, as one `str.translate` table: controls dropped, \t \n \r to spaces.
+_ASCII_CLEAN = {cp: None for cp in list(range(32)) + [127]}
+_ASCII_CLEAN.update({ord(c): " " for c in "\t\n\r"})
+
+# Google's released checkpoints whose directory names say how they were cased.
+_LOWER_CASED_MODELS = (
+    "uncased_L-24_H-1024_A-16",
+    "uncased_L-12_H-768_A-12",
+    "multilingual_L-12_H-768_A-12",
+    "chinese_L-12_H-768_A-12",
+)
+_CASED_MODELS = (
+    "cased_L-12_H-768_A-12",
+    "cased_L-24_H-1024_A-16",
+    "multi_cased_L-12_H-768_A-12",
+)
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """Raises if `do_lower_case` contradicts the name of a released Google checkpoint.
+
+    Only checkpoints under a directory named like Google's releases
+    (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`) are checked; anything else passes.
+
+    Raises:
+      ValueError: The flag and the checkpoint disagree; the message says which flag to pass.
+    """
+    if not init_checkpoint:
+        return
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
+    if match is None:
+        return
+    model_name = match.group(1)
+    if model_name in _LOWER_CASED_MODELS and not do_lower_case:
+        kind, wanted = "lower-cased", True
+    elif model_name in _CASED_MODELS and do_lower_case:
+        kind, wanted = "cased", False
+    else:
+        return
+    raise ValueError(
+        f"--do_lower_case={do_lower_case} does not match --init_checkpoint={init_checkpoint}: "
+        f"{model_name} is a {kind} model, so pass --do_lower_case={wanted} to tokenize as it "
+        "was pretrained."
+    )
+
+
+def convert_to_unicode(text):
+    """Returns `text` as `str`; bytes are decoded as UTF-8, invalid bytes dropped."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError(f"unsupported string type: {type(text)}")
+
+
+def printable_text(text):
+    """Returns `text` as a `str` suitable for printing or logging."""
+    return convert_to_unicode(text)
+
+
+def load_vocab(vocab_file):
+    """Reads a vocab file, one token a line, into an ordered `{token: id}`.
+
+    As in the original, every line counts (the id is the line number) and a token seen twice
+    keeps its first position in the order but takes the later id.
+
+    Raises:
+      ValueError: The file cannot be read; the message names it.
+    """
+    vocab = collections.OrderedDict()
+    try:
+        with open(vocab_file, "rb") as reader:
+            for index, line in enumerate(reader):
+                vocab[convert_to_unicode(line).strip()] = index
+    except OSError as e:
+        raise ValueError(f"{vocab_file}: cannot read the vocab file ({e.strerror})") from None
+    if not vocab:
+        raise ValueError(f"{vocab_file}: the vocab file is empty")
+    return vocab
+
+
+def convert_by_vocab(vocab, items):
+    """Maps each item through `vocab` (tokens to ids, or ids to tokens)."""
+    return [vocab[item] for item in items]
+
+
+def whitespace_tokenize(text):
+    """Splits on whitespace after stripping it from both ends."""
+    return text.split()
+
+
+def _is_whitespace(char):
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+def _is_control(char):
+    if char in "\t\n\r":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char):
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_chinese_char(cp):
+    return any(low <= cp <= high for low, high in _CJK_RANGES)
+
+
+class _Memo(dict):
+    """`memo[key]` is `make(key)`, computed on the first lookup only.
+
+    A hit is a plain dict lookup; a miss calls `__missing__`. The memo is emptied when it holds
+    `limit` entries: text keeps reusing its frequent words, so they are back soon after.
+    """
+
+    def __init__(self, make, limit=_CACHE_LIMIT):
+        super().__init__()
+        self._make = make
+        self._limit = limit
+
+    def __missing__(self, key):
+        if len(self) >= self._limit:
+            self.clear()
+        value = self[key] = self._make(key)
+        return value
+
+
+class BasicTokenizer:
+    """Steps 1-5: cleaning, CJK splitting, lower-casing and accent stripping, punctuation."""
+
+    def __init__(self, do_lower_case=True):
+        """Args:
+        do_lower_case: Lower-case and strip accents (uncased models).
+        """
+        self.do_lower_case = do_lower_case
+        self._char_replacements = _Memo(self._replace_char)
+        self._word_tokens = _Memo(self.tokenize_word_uncached)
+
+    def tokenize(self, text):
+        """Returns the basic tokens of `text` (a list of `str`)."""
+        tokens = []
+        for word in self.split_words(text):
+            tokens.extend(self.tokenize_word(word))
+        return tokens
+
+    def split_words(self, text):
+        """Steps 1-3: the whitespace-separated words of the cleaned, CJK-padded text."""
+        text = convert_to_unicode(text)
+        if text.isascii():
+            return text.translate(_ASCII_CLEAN).split()
+        replacements = self._char_replacements
+        return "".join([replacements[char] for char in text]).split()
+
+    @staticmethod
+    def _replace_char(char):
+        """A character's replacement in steps 1 and 2."""
+        cp = ord(char)
+        if cp == 0 or cp == 0xFFFD or _is_control(char):
+            return ""
+        if _is_whitespace(char):
+            return " "
+        if _is_chinese_char(cp):
+            return f" {char} "
+        return char
+
+    def tokenize_word(self, word):
+        """Steps 4-5 for one word from `split_words`; memoised."""
+        return self._word_tokens[word]
+
+    def tokenize_word_uncached(self, word):
+        """`tokenize_word` without the memo (for callers that memoise a later step)."""
+        text = self._strip_accents(word.lower()) if self.do_lower_case else word
+        return " ".join(self._split_on_punctuation(text)).split()
+
+    @staticmethod
+    def _strip_accents(text):
+        if text.isascii():
+            return text
+        return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+    @staticmethod
+    def _split_on_punctuation(text):
+        pieces, current = [], []
+        for char in text:
+            if _is_punctuation(char):
+                if current:
+                    pieces.append("".join(current))
+                    current = []
+                pieces.append(char)
+            else:
+                current.append(char)
+        if current:
+            pieces.append("".join(current))
+        return pieces
+
+
+class WordpieceTokenizer:
+    """Step 6: greedy longest-match-first WordPiece."""
+
+    def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
+        """Args:
+        vocab: `{token: id}`; continuation pieces are spelt with a "##" prefix.
+        unk_token: The token for words that cannot be covered or are too long.
+        max_input_chars_per_word: Longer words become `unk_token`.
+        """
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self._pieces = _Memo(self._greedy_pieces)
+
+    def tokenize(self, text):
+        """WordPieces of every whitespace-separated word of `text` (already basic-tokenized)."""
+        output = []
+        for word in whitespace_tokenize(convert_to_unicode(text)):
+            output.extend(self.tokenize_word(word))
+        return output
+
+    def tokenize_word(self, word):
+        """The WordPieces of one word; memoised."""
+        return self._pieces[word]
+
+    def _greedy_pieces(self, word):
+        if len(word) > self.max_input_chars_per_word:
+            return [self.unk_token]
+        pieces, start = [], 0
+        while start < len(word):
+            for end in range(len(word), start, -1):
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    break
+            else:
+                return [self.unk_token]
+            pieces.append(piece)
+            start = end
+        return pieces
+
+
+class FullTokenizer:
+    """Basic tokenization followed by WordPiece, with the original's API."""
+
+    def __init__(self, vocab_file, do_lower_case=True):
+        """Args:
+        vocab_file: The model's `vocab.txt`.
+        do_lower_case: True for uncased models, False for cased ones.
+        """
+        self.vocab = load_vocab(vocab_file)
+        self.inv_vocab = {index: token for token, index in self.vocab.items()}
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+        # Whole words to their WordPieces: one lookup per word once the memo is warm.
+        self._word_pieces = _Memo(self._pieces_of_word)
+
+    def _pieces_of_word(self, word):
+        return [
+            piece
+            for token in self.basic_tokenizer.tokenize_word_uncached(word)
+            for piece in self.wordpiece_tokenizer.tokenize_word(token)
+        ]
+
+    def tokenize(self, text):
+        """The WordPiece tokens of `text`."""
+        word_pieces = self._word_pieces
+        tokens = []
+        for word in self.basic_tokenizer.split_words(text):
+            tokens.extend(word_pieces[word])
+        return tokens
+
+    def convert_tokens_to_ids(self, tokens):
+        return convert_by_vocab(self.vocab, tokens)
+
+    def convert_ids_to_tokens(self, ids):
+        return convert_by_vocab(self.inv_vocab, ids)
