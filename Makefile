@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-all demo bench clean
+.PHONY: install lint test test-all demo bench clean
 
 install: $(STAMP)
 
@@ -15,7 +15,12 @@ $(STAMP): setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-test: install
+# ruff's checks and formatting; `make test` runs it first.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: install lint
 	$(PY) -m pytest -q tests -m "not slow"
 
 test-all: install

@@ -23,6 +23,7 @@ setup(
             "pytest==9.0.3",
             "hypothesis==6.155.2",
             "jax[cpu]==0.10.2",
+            "ruff==0.17.6",
         ],
     },
 )

@@ -7,8 +7,8 @@ small and a large corpus, and instances/s is the marginal rate between the two (
 / extra seconds), which leaves start-up out; start-up is what remains of the small run's time.
 bert_tf runs on x800 (3.5 MB) and x3200 (14 MB): scale mode overlaps its parent's TensorFlow
 import with the workers' first shards, so a small pair would flatter it. The original, whose
-rate is flat, runs on x200 and x800 to keep the benchmark short. Peak RSS is the largest single process of a run (workers
-included); scale mode's should stay flat when the corpus doubles.
+rate is flat, runs on x200 and x800 to keep the benchmark short. Peak RSS is the largest single
+process of a run (workers included); scale mode's should stay flat when the corpus doubles.
 
 Baselines, in the same run: bert_tf's exact mode (always), and the original script when
 --original_script points at a copy of google-research/bert's create_pretraining_data.py (run
@@ -24,8 +24,14 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tools", "demo_data")
-FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
-         "--masked_lm_prob=0.15", "--random_seed=12345", "--dupe_factor=5"]
+FLAGS = [
+    "--do_lower_case=True",
+    "--max_seq_length=128",
+    "--max_predictions_per_seq=20",
+    "--masked_lm_prob=0.15",
+    "--random_seed=12345",
+    "--dupe_factor=5",
+]
 
 _MEASURE = """
 import resource, subprocess, sys, time
@@ -40,8 +46,9 @@ sys.stdout.write(result.stdout + result.stderr)
 
 def measure(command, env=None):
     """(wall seconds, peak RSS in MiB, output) of a command run in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True,
-                         text=True, env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, env=env, check=True
+    ).stdout
     header, _, text = out.partition("\n")
     code, wall, rss = header.split()
     if code != "0":
@@ -51,21 +58,35 @@ def measure(command, env=None):
 
 def corpus(directory, copies):
     path = os.path.join(directory, f"sample_x{copies}.txt")
-    text = open(os.path.join(DATA, "sample_text.txt"), encoding="utf-8").read().rstrip("\n") + "\n\n"
+    with open(os.path.join(DATA, "sample_text.txt"), encoding="utf-8") as f:
+        text = f.read().rstrip("\n") + "\n\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(text * copies)
     return path
 
 
 def ours(input_file, output, workers=0):
-    return [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-            f"--input_file={input_file}", f"--output_file={output}",
-            f"--vocab_file={DATA}/vocab.txt", f"--num_workers={workers}", "--shard_size_mb=0.25", *FLAGS]
+    return [
+        sys.executable,
+        os.path.join(REPO, "tools", "create_pretraining_data.py"),
+        f"--input_file={input_file}",
+        f"--output_file={output}",
+        f"--vocab_file={DATA}/vocab.txt",
+        f"--num_workers={workers}",
+        "--shard_size_mb=0.25",
+        *FLAGS,
+    ]
 
 
 def original(script, input_file, output):
-    return [sys.executable, script, f"--input_file={input_file}", f"--output_file={output}",
-            f"--vocab_file={DATA}/vocab.txt", *FLAGS]
+    return [
+        sys.executable,
+        script,
+        f"--input_file={input_file}",
+        f"--output_file={output}",
+        f"--vocab_file={DATA}/vocab.txt",
+        *FLAGS,
+    ]
 
 
 def instances(text):
@@ -75,7 +96,9 @@ def instances(text):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--original_script", help="google-research/bert create_pretraining_data.py (patched import)")
+    parser.add_argument(
+        "--original_script", help="google-research/bert create_pretraining_data.py (patched import)"
+    )
     args = parser.parse_args()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if args.original_script:
@@ -94,19 +117,29 @@ def main():
             rate = (n_l - n_s) / max(wall_l - wall_s, 1e-9)
             startup = wall_s - n_s / rate
             rates[name] = rate
-            print(f"{name:<34} {rate:>8,.0f} inst/s  start-up {startup:4.1f} s  "
-                  f"x{large}: {n_l:,} inst in {wall_l:5.1f} s  peak RSS x{small} {rss_s:5.0f} MiB, "
-                  f"x{large} {rss_l:5.0f} MiB ({rss_l / rss_s:.2f}x)", flush=True)
+            print(
+                f"{name:<34} {rate:>8,.0f} inst/s  start-up {startup:4.1f} s  "
+                f"x{large}: {n_l:,} inst in {wall_l:5.1f} s  peak RSS x{small} {rss_s:5.0f} MiB, "
+                f"x{large} {rss_l:5.0f} MiB ({rss_l / rss_s:.2f}x)",
+                flush=True,
+            )
 
         run("bert_tf exact (1 process)", lambda i, o: ours(i, o))
         run("bert_tf --num_workers=2", lambda i, o: ours(i, o, workers=2))
         if args.original_script:
-            run("original create_pretraining_data",
-                lambda i, o: original(args.original_script, i, o), small=200, large=800)
+            run(
+                "original create_pretraining_data",
+                lambda i, o: original(args.original_script, i, o),
+                small=200,
+                large=800,
+            )
             base = rates["original create_pretraining_data"]
-            print(f"\nexact / original: {rates['bert_tf exact (1 process)'] / base:.1f}x   "
-                  f"num_workers=2 / original: {rates['bert_tf --num_workers=2'] / base:.1f}x")
-        print(f"num_workers=2 / exact: {rates['bert_tf --num_workers=2'] / rates['bert_tf exact (1 process)']:.1f}x")
+            print(
+                f"\nexact / original: {rates['bert_tf exact (1 process)'] / base:.1f}x   "
+                f"num_workers=2 / original: {rates['bert_tf --num_workers=2'] / base:.1f}x"
+            )
+        scale_over_exact = rates["bert_tf --num_workers=2"] / rates["bert_tf exact (1 process)"]
+        print(f"num_workers=2 / exact: {scale_over_exact:.1f}x")
 
 
 if __name__ == "__main__":

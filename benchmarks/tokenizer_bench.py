@@ -24,8 +24,8 @@ tf.compat.v1).
 """
 
 import argparse
-import itertools
 import importlib.util
+import itertools
 import os
 import random
 import time
@@ -69,7 +69,9 @@ def main():
     parser.add_argument("--lines", type=int, default=20000)
     parser.add_argument("--corpus", choices=["sample", "zipf", "both"], default="both")
     parser.add_argument("--batch_size", type=int, default=1024)
-    parser.add_argument("--original_tokenization", help="google-research/bert tokenization.py (patched import)")
+    parser.add_argument(
+        "--original_tokenization", help="google-research/bert tokenization.py (patched import)"
+    )
     args = parser.parse_args()
     for kind in ("sample", "zipf") if args.corpus == "both" else (args.corpus,):
         compare(kind, make_corpus(kind, args.lines), args)
@@ -97,7 +99,7 @@ def compare(kind, lines, args):
         return prepare
 
     graph = GraphTokenizer(vocab, do_lower_case=True)
-    batches = [tf.constant(lines[i:i + args.batch_size]) for i in range(0, len(lines), args.batch_size)]
+    batches = [tf.constant(lines[i : i + args.batch_size]) for i in range(0, len(lines), args.batch_size)]
     dataset = (
         tf.data.Dataset.from_tensor_slices(lines)
         .batch(args.batch_size)
@@ -128,15 +130,21 @@ def compare(kind, lines, args):
             raise SystemExit(f"{name} disagrees with the Python FullTokenizer on this corpus")
     tokens = sum(len(ids) for ids in reference_ids)
     distinct = len({word for line in lines for word in line.split()})
-    print(f"\ncorpus {kind}: {len(lines):,} lines, {tokens:,} tokens, {distinct:,} distinct words, "
-          f"batch size {args.batch_size}")
+    print(
+        f"\ncorpus {kind}: {len(lines):,} lines, {tokens:,} tokens, {distinct:,} distinct words, "
+        f"batch size {args.batch_size}"
+    )
     for name, seconds in times.items():
         print(f"{name:<32} {tokens / seconds:>12,.0f} tokens/s")
     python_time = times["bert_tf Python FullTokenizer"]
     for name in ("in-graph, batch by batch", "in-graph, tf.data parallel map"):
         print(f"ratio {name} / bert_tf Python: {python_time / times[name]:.2f}x")
     if args.original_tokenization:
-        for name in ("bert_tf Python FullTokenizer", "in-graph, batch by batch", "in-graph, tf.data parallel map"):
+        for name in (
+            "bert_tf Python FullTokenizer",
+            "in-graph, batch by batch",
+            "in-graph, tf.data parallel map",
+        ):
             print(f"ratio {name} / original: {times['original FullTokenizer'] / times[name]:.1f}x")
 
 

@@ -11,9 +11,16 @@ from tests.conftest import FIXTURES_DIR
 DATA_DIR = os.path.join(FIXTURES_DIR, "pretraining_data")
 SAMPLE_TEXT = os.path.join(DATA_DIR, "sample_text.txt")
 VOCAB = os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt")
-FIXTURE_ARGS = dict(vocab_file=VOCAB, do_lower_case=True, max_seq_length=128,
-                    max_predictions_per_seq=20, masked_lm_prob=0.15, random_seed=12345,
-                    dupe_factor=5, short_seq_prob=0.1)
+FIXTURE_ARGS = dict(
+    vocab_file=VOCAB,
+    do_lower_case=True,
+    max_seq_length=128,
+    max_predictions_per_seq=20,
+    masked_lm_prob=0.15,
+    random_seed=12345,
+    dupe_factor=5,
+    short_seq_prob=0.1,
+)
 
 
 def fixture_records():
@@ -23,9 +30,17 @@ def fixture_records():
 
 def read_records(path):
     """Every record of a TFRecord file, parsed into plain lists (schema-agnostic lengths)."""
-    spec = {name: tf.io.VarLenFeature(tf.int64) for name in
-            ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-             "next_sentence_labels")}
+    spec = {
+        name: tf.io.VarLenFeature(tf.int64)
+        for name in (
+            "input_ids",
+            "input_mask",
+            "segment_ids",
+            "masked_lm_positions",
+            "masked_lm_ids",
+            "next_sentence_labels",
+        )
+    }
     spec["masked_lm_weights"] = tf.io.VarLenFeature(tf.float32)
     records = []
     for serialized in tf.data.TFRecordDataset(path):
@@ -43,7 +58,9 @@ def statistics(records, mask_id=103):
         lengths.append(n)
         real_tokens += n
         random_next += r["next_sentence_labels"][0]
-        for pos, label, w in zip(r["masked_lm_positions"], r["masked_lm_ids"], r["masked_lm_weights"]):
+        for pos, label, w in zip(
+            r["masked_lm_positions"], r["masked_lm_ids"], r["masked_lm_weights"], strict=True
+        ):
             if w == 0:
                 continue
             masked += 1

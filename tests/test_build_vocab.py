@@ -1,6 +1,7 @@
 """build_vocab: a vocabulary FullTokenizer can use on the corpus it was learned from."""
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -24,7 +25,7 @@ def test_vocab_covers_its_corpus_consistently(fixtures_dir, tmp_path, do_lower_c
     tokens = build_vocab(pf.SAMPLE_TEXT, path, vocab_size=600, do_lower_case=do_lower_case, min_count=1)
     assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(tokens) == len(set(tokens)) and 300 < len(tokens) < 900
-    assert open(path, encoding="utf-8").read().splitlines() == tokens
+    assert pathlib.Path(path).read_text(encoding="utf-8").splitlines() == tokens
     tokenizer = FullTokenizer(path, do_lower_case=do_lower_case)
     basic = BasicTokenizer(do_lower_case=do_lower_case)
     for line in corpus_lines():
@@ -39,16 +40,27 @@ def test_vocab_covers_its_corpus_consistently(fixtures_dir, tmp_path, do_lower_c
 def test_tool_and_its_errors(fixtures_dir, tmp_path):
     tool = [sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
     output = tmp_path / "v.txt"
-    result = subprocess.run(tool + [f"--input_file={pf.SAMPLE_TEXT}", "--vocab_size=500",
-                                    f"--output={output}", "--min_count=1"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        tool + [f"--input_file={pf.SAMPLE_TEXT}", "--vocab_size=500", f"--output={output}", "--min_count=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote" in result.stdout and output.exists()
-    result = subprocess.run(tool + [f"--input_file={tmp_path}/*.none", f"--output={tmp_path}/x.txt"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        tool + [f"--input_file={tmp_path}/*.none", f"--output={tmp_path}/x.txt"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "matches no file" in result.stderr
-    result = subprocess.run(tool + [f"--input_file={pf.SAMPLE_TEXT}", f"--output={tmp_path}/y.txt",
-                                    "--reserved_tokens=[UNK],[PAD]"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        tool
+        + [f"--input_file={pf.SAMPLE_TEXT}", f"--output={tmp_path}/y.txt", "--reserved_tokens=[UNK],[PAD]"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "[PAD]" in result.stderr
     assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()

@@ -50,8 +50,11 @@ def test_save_round_trips_names_shapes_and_bytes(fixtures_dir, tmp_path):
 
 
 def test_save_with_global_step(tmp_path):
-    model = BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1,
-                                 num_attention_heads=2, intermediate_size=16))
+    model = BertModel(
+        BertConfig(
+            vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+        )
+    )
     prefix = save_google_checkpoint(model, str(tmp_path / "m.ckpt"), global_step=7)
     reader = tf.train.load_checkpoint(prefix)
     assert reader.get_tensor("global_step") == 7
@@ -62,7 +65,8 @@ def test_bert_model_reports_the_heads_as_unused(fixtures_dir):
     report = load_google_checkpoint(BertModel(tiny_config()), mf.GOOGLE_TINY_CKPT)
     assert len(report.loaded) == 39
     assert report.unused_weights == sorted(
-        n for n in tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT).get_variable_to_shape_map()
+        n
+        for n in tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT).get_variable_to_shape_map()
         if n.startswith("cls/")
     )
     assert "cls/predictions/output_bias" in str(report)
@@ -101,10 +105,11 @@ def test_wrong_config_names_the_variable_and_both_shapes(fixtures_dir):
     with pytest.raises(ValueError) as error:
         load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
     message = str(error.value)
-    assert "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [128, 512], model [128, 256]" in message
+    assert (
+        "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [128, 512], model [128, 256]" in message
+    )
     assert "bert_config.json" in message and "Nothing was loaded" in message
-    assert all(np.array_equal(before[k], np.asarray(w)) for k, w in
-               ((w.path, w) for w in model.weights))
+    assert all(np.array_equal(before[k], np.asarray(w)) for k, w in ((w.path, w) for w in model.weights))
 
 
 def test_more_layers_than_the_checkpoint_is_an_error(fixtures_dir):
@@ -114,8 +119,9 @@ def test_more_layers_than_the_checkpoint_is_an_error(fixtures_dir):
 
 def test_non_bert_checkpoint_is_an_error(tmp_path):
     prefix = str(tmp_path / "other.ckpt")
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=["resnet/conv1/kernel"],
-                      shape_and_slices=[""], tensors=[tf.zeros([3, 3])])
+    tf.raw_ops.SaveV2(
+        prefix=prefix, tensor_names=["resnet/conv1/kernel"], shape_and_slices=[""], tensors=[tf.zeros([3, 3])]
+    )
     with pytest.raises(ValueError, match=r"not a BERT checkpoint.*resnet/conv1/kernel"):
         load_google_checkpoint(BertModel(tiny_config()), prefix)
 

@@ -25,11 +25,20 @@ def test_reads_the_fixture_config(fixtures_dir):
 
 
 def test_json_round_trip_keeps_extra_keys(tmp_path):
-    values = dict(vocab_size=119547, hidden_size=768, num_hidden_layers=12,
-                  num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
-                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                  max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02,
-                  **MULTILINGUAL_EXTRA)
+    values = dict(
+        vocab_size=119547,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        **MULTILINGUAL_EXTRA,
+    )
     path = tmp_path / "bert_config.json"
     path.write_text(json.dumps(values))
     config = BertConfig.from_json_file(str(path))

@@ -17,7 +17,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run_tool(*args):
     return subprocess.run(
         [sys.executable, os.path.join(REPO, "tools", "convert_checkpoint.py"), *args],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -29,8 +32,12 @@ def conversion():
 def test_google_to_keras_matches_the_reference_per_layer(fixtures_dir, conversion):
     rows = dict(conversion.verification.rows)
     assert list(rows) == [
-        "bert/embeddings", "bert/encoder/layer_0", "bert/encoder/layer_1", "bert/pooler",
-        "cls/predictions", "cls/seq_relationship",
+        "bert/embeddings",
+        "bert/encoder/layer_0",
+        "bert/encoder/layer_1",
+        "bert/pooler",
+        "cls/predictions",
+        "cls/seq_relationship",
     ]
     assert all(diff <= 1e-5 for diff in rows.values()), rows
     assert conversion.verification.ok
@@ -64,8 +71,11 @@ def test_check_inputs_have_padding_and_both_segments(fixtures_dir, conversion):
 
 def test_round_trip_through_the_tool(fixtures_dir, tmp_path):
     keras_file = str(tmp_path / "tiny.keras")
-    result = run_tool(f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
-                      f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}", f"--output={keras_file}")
+    result = run_tool(
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+        f"--output={keras_file}",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "PASS" in result.stdout and "bert/encoder/layer_1" in result.stdout
     assert "4,433,468" in result.stdout  # the parameter table's total, as variables.json
@@ -83,8 +93,9 @@ def test_round_trip_through_the_tool(fixtures_dir, tmp_path):
 
 
 def test_tool_errors_are_one_line(fixtures_dir, tmp_path):
-    result = run_tool(f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
-                      f"--init_checkpoint={tmp_path}/missing.ckpt")
+    result = run_tool(
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}", f"--init_checkpoint={tmp_path}/missing.ckpt"
+    )
     assert result.returncode == 2
     assert "missing.ckpt: no checkpoint here" in result.stderr
     result = run_tool(f"--keras_model={tmp_path}/none.keras", f"--output={tmp_path}/x.ckpt")

@@ -54,17 +54,20 @@ def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
     rows = fixture_lines(3)
     seq_length = 48
     examples = [features.InputExample(i, row["text"]) for i, row in enumerate(rows)]
-    results = list(features.extract_features(
-        model, FullTokenizer(VOCAB, True), examples, seq_length, [-1, -2], batch_size=2))
+    results = list(
+        features.extract_features(
+            model, FullTokenizer(VOCAB, True), examples, seq_length, [-1, -2], batch_size=2
+        )
+    )
     assert [r["linex_index"] for r in results] == [0, 1, 2]
-    for row, result in zip(rows, results):
+    for row, result in zip(rows, results, strict=True):
         tokens = ["[CLS]"] + row["tokens"][: seq_length - 2] + ["[SEP]"]
         ids = [CLS] + row["ids"][: seq_length - 2] + [SEP]
         assert [f["token"] for f in result["features"]] == tokens
         layers = reference_layers(weights, model.config, ids, [0] * len(ids), seq_length)
         for position, feature in enumerate(result["features"]):
             assert [layer["index"] for layer in feature["layers"]] == [-1, -2]
-            for layer, want in zip(feature["layers"], (layers[-1], layers[-2])):
+            for layer, want in zip(feature["layers"], (layers[-1], layers[-2]), strict=True):
                 np.testing.assert_allclose(layer["values"], want[position], atol=1e-5)
 
 
@@ -72,8 +75,7 @@ def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
     a, b = fixture_lines(2)
     seq_length = 32  # the pair has 44 wordpieces: truncated longest-first to 29
     example = features.InputExample(7, a["text"], b["text"])
-    (result,) = features.extract_features(
-        model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
+    (result,) = features.extract_features(model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
     tokens_a, tokens_b = list(a["ids"]), list(b["ids"])
     assert len(tokens_a) + len(tokens_b) > seq_length - 3
     while len(tokens_a) + len(tokens_b) > seq_length - 3:
@@ -91,23 +93,35 @@ def test_read_examples_splits_pairs(tmp_path):
     path.write_bytes(b"  one  \nleft ||| right\n\xff\xfebroken utf8\n")
     examples = list(features.read_examples(str(path)))
     assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
-        (0, "one", None), (1, "left", "right"), (2, "broken utf8", None)]
+        (0, "one", None),
+        (1, "left", "right"),
+        (2, "broken utf8", None),
+    ]
     with pytest.raises(ValueError, match=r"nothere\.txt: no such input file"):
         list(features.read_examples(str(tmp_path / "nothere.txt")))
 
 
 def run_tool(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("Hello world.\nWho was Jim Henson ? ||| Jim Henson was a puppeteer .\n")
     output = tmp_path / "out.jsonl"
-    common = [f"--input_file={source}", f"--vocab_file={VOCAB}",
-              f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}", f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
-              "--max_seq_length=16"]
+    common = [
+        f"--input_file={source}",
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+        "--max_seq_length=16",
+    ]
     result = run_tool(*common, f"--output_file={output}", "--layers=-1,0")
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in output.read_text().splitlines()]

@@ -20,11 +20,10 @@ def test_the_file_appears_when_the_block_completes(tmp_path):
 def test_an_error_leaves_the_previous_file_and_no_temporary(tmp_path):
     path = tmp_path / "out.txt"
     path.write_text("previous run")
-    with pytest.raises(RuntimeError):
-        with atomic_output(str(path)) as tmp:
-            with open(tmp, "w") as f:
-                f.write("half")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), atomic_output(str(path)) as tmp:
+        with open(tmp, "w") as f:
+            f.write("half")
+        raise RuntimeError("interrupted")
     assert path.read_text() == "previous run"
     assert os.listdir(tmp_path) == ["out.txt"]
 

@@ -11,19 +11,37 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from bert_tf.text.packing import pack_inputs
 from bert_tf.text.tokenization import FullTokenizer
-from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from tests.conftest import FIXTURES_DIR
 
 VOCAB = os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt")
 
 TARGETED = [
-    "", "   ", "Hello, World!", "BERT模型很好 and 東京", "ひらがな カタカナ 한국어", "Héllo Naïve CAFÉ",
-    "a\x00b\ufffdc\u200bd\u200de\x07f", "one\ttwo\u00a0three\u3000four\r\nfive", "a¿b«c»d$e^f`g",
-    "[CLS] hi [SEP] [MASK]", "x" * 250, "é" * 200, "é" * 201, "x\u2028y\u2029z", "İstanbul ΣΟΦΟΣ ß ǅ",
-    "\u0300abc", "https://example.com/a?b=c&d=e#f", "emoji 😀👍🏽 flags 🇫🇷", "Привет, мир!", "مرحبا بالعالم",
-    "ＦＵＬＬ ｗｉｄｔｈ １２３", "tab\tand\x0bvertical\x0cform\x1cfile", "\U00020000\U0002A6D6 \uF900",
+    "",
+    "   ",
+    "Hello, World!",
+    "BERT模型很好 and 東京",
+    "ひらがな カタカナ 한국어",
+    "Héllo Naïve CAFÉ",
+    "a\x00b\ufffdc\u200bd\u200de\x07f",
+    "one\ttwo\u00a0three\u3000four\r\nfive",
+    "a¿b«c»d$e^f`g",
+    "[CLS] hi [SEP] [MASK]",
+    "x" * 250,
+    "é" * 200,
+    "é" * 201,
+    "x\u2028y\u2029z",
+    "İstanbul ΣΟΦΟΣ ß ǅ",
+    "\u0300abc",
+    "https://example.com/a?b=c&d=e#f",
+    "emoji 😀👍🏽 flags 🇫🇷",
+    "Привет, мир!",
+    "مرحبا بالعالم",
+    "ＦＵＬＬ ｗｉｄｔｈ １２３",
+    "tab\tand\x0bvertical\x0cform\x1cfile",
+    "\U00020000\U0002a6d6 \uf900",
 ]
 
 
@@ -46,17 +64,24 @@ def test_fixture_ids_are_identical(fixtures_dir):
 def test_targeted_cases(fixtures_dir, tokenizers):
     python, graph = tokenizers
     got = graph.tokenize(tf.constant(TARGETED)).to_list()
-    for text, ids in zip(TARGETED, got):
+    for text, ids in zip(TARGETED, got, strict=True):
         assert ids == python_ids(python, text), repr(text)
 
 
 def test_bytes_that_are_not_utf8_are_dropped(fixtures_dir, tokenizers):
     python, graph = tokenizers
-    rows = [b"plain ascii", b"caf\xc3 au\xfflait", b"Caf\xc3\xa9 \xe2\x82", b"ok", b"\xf0\x9f\x98 \xf0\x9f\x98\x80x",
-            b"\xed\xa0\x80 surrogate \xc0\xaf overlong"]
+    rows = [
+        b"plain ascii",
+        b"caf\xc3 au\xfflait",
+        b"Caf\xc3\xa9 \xe2\x82",
+        b"ok",
+        b"\xf0\x9f\x98 \xf0\x9f\x98\x80x",
+        b"\xed\xa0\x80 surrogate \xc0\xaf overlong",
+    ]
     got = graph.tokenize(tf.constant(rows)).to_list()
-    assert got == [python_ids(python, python_text) for python_text in
-                   (row.decode("utf-8", "ignore") for row in rows)]
+    assert got == [
+        python_ids(python, python_text) for python_text in (row.decode("utf-8", "ignore") for row in rows)
+    ]
 
 
 def test_ascii_chunks_agree_with_the_general_path(fixtures_dir, tokenizers):
@@ -66,18 +91,23 @@ def test_ascii_chunks_agree_with_the_general_path(fixtures_dir, tokenizers):
     ascii_rows = ["Hello,World!", f"a{punctuation}b", "X" * 199, "x" * 200, "x" * 201, "ab\x0bcd\x0cef"]
     texts = ascii_rows + [f"{row} naïve {row} \u00e9{row}" for row in ascii_rows]
     got = graph.tokenize(tf.constant(texts)).to_list()
-    for text, ids in zip(texts, got):
+    for text, ids in zip(texts, got, strict=True):
         assert ids == python_ids(python, text), repr(text)
 
 
 def test_every_assigned_bmp_character(fixtures_dir, tokenizers):
     """Each assigned character of the Basic Multilingual Plane between two letters."""
     python, graph = tokenizers
-    chars = [chr(cp) for cp in range(0x10000)
-             if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"]
+    chars = [
+        chr(cp)
+        for cp in range(0x10000)
+        if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"
+    ]
     texts = [f"a{c}b" for c in chars]
     got = graph.tokenize(tf.constant(texts)).to_list()
-    bad = [hex(ord(c)) for c, text, ids in zip(chars, texts, got) if ids != python_ids(python, text)]
+    bad = [
+        hex(ord(c)) for c, text, ids in zip(chars, texts, got, strict=True) if ids != python_ids(python, text)
+    ]
     assert bad == []
 
 
@@ -96,7 +126,7 @@ def test_arbitrary_unicode(fixtures_dir, tokenizers, texts):
 def test_packing_matches_python(fixtures_dir):
     python = FullTokenizer(VOCAB, True)
     rng = random.Random(3)
-    words = "the quick brown fox jumps over lazy dogs , unaffable 東京 !".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dogs", ",", "unaffable", "東京", "!"]
     a = [" ".join(rng.choices(words, k=rng.randint(0, 30))) for _ in range(64)]
     b = [" ".join(rng.choices(words, k=rng.randint(0, 30))) if i % 3 else "" for i in range(64)]
     for max_seq_length in (8, 16, 33):
@@ -111,8 +141,10 @@ def test_pack_ids_truncates_longest_first():
     a = tf.ragged.constant([[1] * 4, [1] * 8, [1] * 2, [1] * 5], dtype=tf.int64)
     b = tf.ragged.constant([[2] * 4, [2] * 3, [2] * 9, []], dtype=tf.int64)
     packed = pack_ids(a, b, 8, 101, 102)  # room for 5 tokens of a pair, 6 of a single
-    lengths = [(np.array(row) == 1).sum() for row in packed["input_ids"].numpy()], \
-              [(np.array(row) == 2).sum() for row in packed["input_ids"].numpy()]
+    lengths = (
+        [(np.array(row) == 1).sum() for row in packed["input_ids"].numpy()],
+        [(np.array(row) == 2).sum() for row in packed["input_ids"].numpy()],
+    )
     assert lengths == ([3, 3, 2, 5], [2, 2, 3, 0])
 
 

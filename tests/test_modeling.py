@@ -41,9 +41,7 @@ def all_outputs(model, batch, training=False):
     mlm, mlm_example = masked_lm_loss(
         out["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"]
     )
-    nsp, nsp_example = next_sentence_loss(
-        out["next_sentence_log_probs"], batch["next_sentence_labels"]
-    )
+    nsp, nsp_example = next_sentence_loss(out["next_sentence_log_probs"], batch["next_sentence_labels"])
     values = {
         "embedding_output": out["embedding_output"],
         "sequence_output": out["sequence_output"],
@@ -65,9 +63,7 @@ def test_variable_paths_and_order_equal_the_original(fixtures_dir):
     with open(os.path.join(mf.GOOGLE_TINY, "variables.json")) as f:
         expected = json.load(f)["trainable_variables"]
     model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
-    assert [(w.path, list(w.shape)) for w in model.weights] == [
-        (name, shape) for name, shape, _ in expected
-    ]
+    assert [(w.path, list(w.shape)) for w in model.weights] == [(name, shape) for name, shape, _ in expected]
     assert [w.path for w in model.trainable_weights] == [name for name, _, _ in expected]
 
 
@@ -79,8 +75,14 @@ def test_bert_model_alone_has_the_bert_scope_only(fixtures_dir):
 
 
 def test_initialisation_follows_the_original():
-    config = BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=1,
-                        num_attention_heads=4, intermediate_size=128, initializer_range=0.02)
+    config = BertConfig(
+        vocab_size=300,
+        hidden_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=128,
+        initializer_range=0.02,
+    )
     weights = {w.path: np.asarray(w) for w in BertPretrainer(config).weights}
     table = weights["bert/embeddings/word_embeddings"]
     assert abs(table.std() - 0.02 * 0.88) < 0.002  # truncated at 2 stddev: std 0.88 * 0.02
@@ -97,9 +99,7 @@ def test_outputs_match_the_original(pretrainer, reference, batch_name):
     batch = reference[batch_name]
     got = all_outputs(pretrainer, batch)
     for key in mf.OUTPUT_KEYS:
-        np.testing.assert_allclose(
-            got[key], batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}"
-        )
+        np.testing.assert_allclose(got[key], batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}")
 
 
 def test_dropout_only_in_training(pretrainer, reference):
@@ -148,8 +148,9 @@ def test_attention_softmax_computes_in_float32_under_mixed_precision(monkeypatch
         return softmax(x, axis=axis)
 
     monkeypatch.setattr(attention.ops, "softmax", recording_softmax)
-    config = BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16)
+    config = BertConfig(
+        vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
     layer = attention.SelfAttention(config, dtype="mixed_float16")
     layer.build()
     out = layer(np.ones((1, 3, 8), "float16"), np.array([[1, 1, 0]]))
@@ -159,9 +160,7 @@ def test_attention_softmax_computes_in_float32_under_mixed_precision(monkeypatch
 
 def test_mixed_precision_model_is_close_to_float32(reference, fixtures_dir):
     batch = reference["b1"]
-    model = BertPretrainer(
-        BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), dtype="mixed_float16"
-    )
+    model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), dtype="mixed_float16")
     load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
     assert all(w.dtype == "float32" for w in model.weights)
     out = model(mf.model_inputs(batch))
@@ -199,7 +198,11 @@ def test_same_outputs_on_the_jax_backend(fixtures_dir):
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     result = subprocess.run(
         [sys.executable, "-c", _JAX_SCRIPT.format(repo=REPO)],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=600,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     worst = float(result.stdout.split("WORST")[-1])
@@ -215,5 +218,6 @@ def test_keras_format_round_trip(pretrainer, reference, tmp_path):
     batch = reference["b0"]
     np.testing.assert_allclose(
         np.asarray(loaded(mf.model_inputs(batch))["masked_lm_log_probs"]),
-        batch["masked_lm_log_probs"], atol=1e-5,
+        batch["masked_lm_log_probs"],
+        atol=1e-5,
     )

@@ -18,11 +18,19 @@ def totals(config, **kwargs):
     "sizes, seq_length, bert_total, with_heads",
     [
         # papers/001's configuration; its formula gives 35,945,786.
-        (dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, intermediate_size=2048),
-         128, 41_176_576, 41_471_804),
+        (
+            dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, intermediate_size=2048),
+            128,
+            41_176_576,
+            41_471_804,
+        ),
         (dict(), None, 109_482_240, 110_106_428),  # BERT-Base
-        (dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
-         None, 335_141_888, 336_226_108),  # BERT-Large
+        (
+            dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+            None,
+            335_141_888,
+            336_226_108,
+        ),  # BERT-Large
     ],
 )
 def test_counts_of_spec_section_7(sizes, seq_length, bert_total, with_heads):
@@ -44,9 +52,16 @@ def test_google_tiny_variables_and_count(fixtures_dir):
 
 @pytest.mark.parametrize("layers, act", [(1, "relu"), (3, "gelu_exact")])
 def test_keras_model_has_exactly_these_variables(layers, act):
-    config = BertConfig(vocab_size=97, hidden_size=24, num_hidden_layers=layers,
-                        num_attention_heads=3, intermediate_size=40, type_vocab_size=3,
-                        max_position_embeddings=33, hidden_act=act)
+    config = BertConfig(
+        vocab_size=97,
+        hidden_size=24,
+        num_hidden_layers=layers,
+        num_attention_heads=3,
+        intermediate_size=40,
+        type_vocab_size=3,
+        max_position_embeddings=33,
+        hidden_act=act,
+    )
     model = BertPretrainer(config)
     assert [(w.path, tuple(w.shape)) for w in model.weights] == variable_shapes(config)
     assert model.count_params() == totals(config)["total (with heads)"]

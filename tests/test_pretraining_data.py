@@ -2,13 +2,13 @@
 
 import logging
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from bert_tf.data import PretrainingDataOptions, create_pretraining_data
-from bert_tf.data import pipeline
+from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline
 from bert_tf.text.tokenization import FullTokenizer
 from tests import pretraining_fixtures as pf
 
@@ -29,9 +29,17 @@ def test_tool_reproduces_the_original_output(fixtures_dir, tmp_path):
     output = tmp_path / "out.tfrecord"
     flags = [f"--{k}={v}" for k, v in pf.FIXTURE_ARGS.items()]
     result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-         f"--input_file={pf.SAMPLE_TEXT}", f"--output_file={output}", *flags],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            os.path.join(REPO, "tools", "create_pretraining_data.py"),
+            f"--input_file={pf.SAMPLE_TEXT}",
+            f"--output_file={output}",
+            *flags,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote 60 instances from 3 documents" in result.stdout
@@ -47,11 +55,18 @@ def test_whole_word_masking_reproduces_the_original_output(tmp_path):
     output = str(tmp_path / "wwm.tfrecord")
     demo = os.path.join(REPO, "tools", "demo_data")
     summary = create_pretraining_data(
-        os.path.join(demo, "sample_text.txt"), output,
+        os.path.join(demo, "sample_text.txt"),
+        output,
         PretrainingDataOptions(
-            vocab_file=os.path.join(demo, "vocab.txt"), do_lower_case=True, do_whole_word_mask=True,
-            max_seq_length=64, max_predictions_per_seq=10, masked_lm_prob=0.15, random_seed=7,
-            dupe_factor=2, short_seq_prob=0.1,
+            vocab_file=os.path.join(demo, "vocab.txt"),
+            do_lower_case=True,
+            do_whole_word_mask=True,
+            max_seq_length=64,
+            max_predictions_per_seq=10,
+            masked_lm_prob=0.15,
+            random_seed=7,
+            dupe_factor=2,
+            short_seq_prob=0.1,
         ),
     )
     assert summary.instances == 38
@@ -74,8 +89,8 @@ def test_whole_word_masking_masks_whole_words(fixtures_dir, tmp_path):
     assert len(records) > 40
     words_split = 0
     for r in records:
-        masked = {p for p, w in zip(r["masked_lm_positions"], r["masked_lm_weights"]) if w}
-        labels = dict(zip(r["masked_lm_positions"], r["masked_lm_ids"]))
+        masked = {p for p, w in zip(r["masked_lm_positions"], r["masked_lm_weights"], strict=True) if w}
+        labels = dict(zip(r["masked_lm_positions"], r["masked_lm_ids"], strict=True))
         n = sum(r["input_mask"])
         original = [labels.get(i, r["input_ids"][i]) for i in range(n)]
         for i in range(1, n):
@@ -88,7 +103,9 @@ def test_whole_word_masking_masks_whole_words(fixtures_dir, tmp_path):
 
 def test_missing_vocab_and_unmatched_glob(fixtures_dir, tmp_path):
     with pytest.raises(ValueError, match=r"nope\.txt: cannot read the vocab file"):
-        create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "o"), options(vocab_file=str(tmp_path / "nope.txt")))
+        create_pretraining_data(
+            pf.SAMPLE_TEXT, str(tmp_path / "o"), options(vocab_file=str(tmp_path / "nope.txt"))
+        )
     with pytest.raises(ValueError, match=r"--input_file: '.*\*\.missing' matches no file"):
         create_pretraining_data(str(tmp_path / "*.missing"), str(tmp_path / "o"), options())
     assert not os.path.exists(tmp_path / "o")
@@ -104,7 +121,7 @@ def test_empty_input_is_an_error(fixtures_dir, tmp_path, workers):
 
 
 def test_invalid_utf8_bytes_are_dropped(fixtures_dir, tmp_path):
-    text = open(pf.SAMPLE_TEXT, "rb").read()
+    text = pathlib.Path(pf.SAMPLE_TEXT).read_bytes()
     dirty = tmp_path / "dirty.txt"
     dirty.write_bytes(text.replace(b"The ", b"The \xff\xfe", 5))
     create_pretraining_data(str(dirty), str(tmp_path / "dirty.tfrecord"), options())
@@ -112,7 +129,7 @@ def test_invalid_utf8_bytes_are_dropped(fixtures_dir, tmp_path):
 
 
 def test_long_lines_and_a_single_document(fixtures_dir, tmp_path, caplog):
-    words = open(pf.SAMPLE_TEXT, encoding="utf-8").read().split()
+    words = pathlib.Path(pf.SAMPLE_TEXT).read_text(encoding="utf-8").split()
     single = tmp_path / "single.txt"
     single.write_text(" ".join(words) + "\n" + " ".join(words[:50]) + "\n")  # ~1000-token line
     with caplog.at_level(logging.WARNING):
@@ -147,7 +164,7 @@ def test_an_interrupted_run_leaves_no_output(fixtures_dir, tmp_path, monkeypatch
 def corpus_dir(tmp_path_factory):
     """sample_text.txt 24 times: 72 documents, ~105 KB."""
     directory = tmp_path_factory.mktemp("corpus")
-    text = open(pf.SAMPLE_TEXT, encoding="utf-8").read().rstrip("\n") + "\n\n"
+    text = pathlib.Path(pf.SAMPLE_TEXT).read_text(encoding="utf-8").rstrip("\n") + "\n\n"
     (directory / "corpus.txt").write_text(text * 24)
     return directory
 
@@ -155,8 +172,9 @@ def corpus_dir(tmp_path_factory):
 def test_scale_mode_statistics_match_exact_mode(fixtures_dir, corpus_dir, tmp_path):
     corpus = str(corpus_dir / "corpus.txt")
     exact = create_pretraining_data(corpus, str(tmp_path / "exact.tfrecord"), options(dupe_factor=2))
-    scaled = create_pretraining_data(corpus, str(tmp_path / "scaled"), options(dupe_factor=2),
-                                     num_workers=2, shard_size_mb=0.02)
+    scaled = create_pretraining_data(
+        corpus, str(tmp_path / "scaled"), options(dupe_factor=2), num_workers=2, shard_size_mb=0.02
+    )
     assert len(scaled.output_files) >= 4  # several shards, written in shard order
     assert scaled.output_files == sorted(scaled.output_files)
     want = pf.statistics(pf.read_records(str(tmp_path / "exact.tfrecord")))
@@ -178,9 +196,10 @@ def test_scale_mode_is_reproducible(fixtures_dir, corpus_dir, tmp_path):
     corpus = str(corpus_dir / "corpus.txt")
     runs = []
     for name in ("one", "two"):
-        summary = create_pretraining_data(corpus, str(tmp_path / name), options(dupe_factor=1),
-                                          num_workers=2, shard_size_mb=0.03)
-        runs.append([open(path, "rb").read() for path in summary.output_files])
+        summary = create_pretraining_data(
+            corpus, str(tmp_path / name), options(dupe_factor=1), num_workers=2, shard_size_mb=0.03
+        )
+        runs.append([pathlib.Path(path).read_bytes() for path in summary.output_files])
     assert runs[0] == runs[1]
     with pytest.raises(ValueError, match="single --output_file prefix"):
         create_pretraining_data(corpus, "a,b", options(), num_workers=2)
@@ -193,4 +212,4 @@ def test_shards_end_at_document_boundaries(tmp_path):
     ranges = [r for shard in shards for r in shard]
     assert ranges[0][1] == 0 and ranges[-1][2] == 900
     assert all(end % 9 == 0 for _, _, end in ranges)  # every cut is after a blank line
-    assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
+    assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:], strict=False))

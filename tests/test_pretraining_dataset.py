@@ -35,13 +35,15 @@ def test_training_shards_files_per_pipeline_and_repeats(fixtures_dir, tmp_path):
     seen = []
     for pipeline_id in range(2):
         context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
-        dataset = make_pretraining_dataset(str(tmp_path / "part-*.tfrecord"), 5, 128, 20,
-                                           is_training=True, input_context=context, seed=1)
+        dataset = make_pretraining_dataset(
+            str(tmp_path / "part-*.tfrecord"), 5, 128, 20, is_training=True, input_context=context, seed=1
+        )
         ids = set()
         for batch in dataset.take(30):  # 150 examples from a pipeline holding 30: it repeats
             ids.update(tuple(row) for row in batch["input_ids"].numpy().tolist())
-        want = {tuple(r["input_ids"]) for i in (pipeline_id, pipeline_id + 2)
-                for r in pf.fixture_records()[i::4]}
+        want = {
+            tuple(r["input_ids"]) for i in (pipeline_id, pipeline_id + 2) for r in pf.fixture_records()[i::4]
+        }
         assert ids == want
         seen.append(ids)
     assert not seen[0] & seen[1]

@@ -30,8 +30,15 @@ def test_encoded_examples_parse_to_the_intended_values():
         "next_sentence_labels": [1],
     }
     # The features are serialised in the original's order (a map's parsed order is not).
-    names = [b"input_ids", b"input_mask", b"segment_ids", b"masked_lm_positions",
-             b"masked_lm_ids", b"masked_lm_weights", b"next_sentence_labels"]
+    names = [
+        b"input_ids",
+        b"input_mask",
+        b"segment_ids",
+        b"masked_lm_positions",
+        b"masked_lm_ids",
+        b"masked_lm_weights",
+        b"next_sentence_labels",
+    ]
     offsets = [serialized.index(name) for name in names]
     assert offsets == sorted(offsets)
     example = tf.train.Example.FromString(serialized)

@@ -51,8 +51,9 @@ def test_sampled_truncation_removes_from_the_front_as_often_as_the_original():
 
 def test_sampled_masking_picks_uniformly_among_the_original_candidates_with_80_10_10():
     vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4, "##b": 5}
-    masker = Masker(vocab, masked_lm_prob=0.15, max_predictions_per_seq=3, do_whole_word_mask=False,
-                    exact_stream=False)
+    masker = Masker(
+        vocab, masked_lm_prob=0.15, max_predictions_per_seq=3, do_whole_word_mask=False, exact_stream=False
+    )
     rng = random.Random(1)
     num_segment_a = 6  # [CLS] + 4 tokens + [SEP] at 5; b is 8 tokens + [SEP] at 14
     counts, fates = collections.Counter(), collections.Counter()

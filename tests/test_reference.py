@@ -24,8 +24,13 @@ def config():
 def test_reference_matches_the_original(fixtures_dir, weights, config, batch_name):
     batch = mf.reference_arrays()[batch_name]
     out = reference.reference_forward(
-        weights, config, batch["input_ids"], batch["input_mask"], batch["segment_ids"],
-        masked_lm_positions=batch["masked_lm_positions"], masked_lm_ids=batch["masked_lm_ids"],
+        weights,
+        config,
+        batch["input_ids"],
+        batch["input_mask"],
+        batch["segment_ids"],
+        masked_lm_positions=batch["masked_lm_positions"],
+        masked_lm_ids=batch["masked_lm_ids"],
         masked_lm_weights=batch["masked_lm_weights"],
         next_sentence_labels=batch["next_sentence_labels"],
     )
@@ -54,7 +59,9 @@ def test_padding_does_not_change_real_positions(fixtures_dir, weights, config):
     row, real = 1, int(batch["input_mask"][1].sum())
     changed = batch["input_ids"].copy()
     changed[row, real:] = 2000
-    a = reference.reference_forward(weights, config, batch["input_ids"], batch["input_mask"], batch["segment_ids"])
+    a = reference.reference_forward(
+        weights, config, batch["input_ids"], batch["input_mask"], batch["segment_ids"]
+    )
     b = reference.reference_forward(weights, config, changed, batch["input_mask"], batch["segment_ids"])
     np.testing.assert_allclose(a["sequence_output"][row, :real], b["sequence_output"][row, :real], atol=1e-12)
     assert np.abs(a["sequence_output"][row, real:] - b["sequence_output"][row, real:]).max() > 1e-3

@@ -84,8 +84,7 @@ def test_cased_keeps_case_and_accents(cased):
 
 def test_every_unicode_punctuation_character_is_split(uncased):
     basic = tokenization.BasicTokenizer(do_lower_case=False)
-    punctuation = [chr(cp) for cp in range(0x110000)
-                   if unicodedata.category(chr(cp)).startswith("P")]
+    punctuation = [chr(cp) for cp in range(0x110000) if unicodedata.category(chr(cp)).startswith("P")]
     assert len(punctuation) > 700
     for char in punctuation:
         assert basic.tokenize(f"a{char}b") == ["a", char, "b"], hex(ord(char))

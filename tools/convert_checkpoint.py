@@ -14,7 +14,9 @@ from bert_tf import cli
 
 flags.DEFINE_string("bert_config_file", None, "The checkpoint's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "Google checkpoint prefix or its directory.")
-flags.DEFINE_string("keras_model", None, "A bert_tf model saved as .keras, to write back as a Google checkpoint.")
+flags.DEFINE_string(
+    "keras_model", None, "A bert_tf model saved as .keras, to write back as a Google checkpoint."
+)
 flags.DEFINE_string("output", None, "Keras file (.keras / .weights.h5) or Google checkpoint prefix.")
 flags.DEFINE_float("tolerance", None, "Largest allowed max-abs difference from the reference (default 1e-4).")
 flags.DEFINE_integer("seed", 0, "Seed of the generated check inputs.")

@@ -10,6 +10,7 @@ parallel, with memory bounded by --shard_size_mb.
 """
 
 import logging
+
 from absl import flags
 
 from bert_tf import cli
@@ -24,9 +25,15 @@ flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum length.")
-flags.DEFINE_integer("num_workers", 0, "0: the original's exact single-process output; N: scale mode with N processes.")
-flags.DEFINE_float("shard_size_mb", 8.0, "Scale mode: megabytes of text per shard (bounds each worker's memory).")
+flags.DEFINE_float(
+    "short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum length."
+)
+flags.DEFINE_integer(
+    "num_workers", 0, "0: the original's exact single-process output; N: scale mode with N processes."
+)
+flags.DEFINE_float(
+    "shard_size_mb", 8.0, "Scale mode: megabytes of text per shard (bounds each worker's memory)."
+)
 
 for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)

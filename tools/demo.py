@@ -32,8 +32,14 @@ def tiny_google_checkpoint():
 
     directory = os.path.join(OUT, "random_tiny")
     os.makedirs(directory, exist_ok=True)
-    config = BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=512, type_vocab_size=2)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=512,
+        type_vocab_size=2,
+    )
     config_file = os.path.join(directory, "bert_config.json")
     config.to_json_file(config_file)
     prefix = save_google_checkpoint(BertPretrainer(config), os.path.join(directory, "bert_model.ckpt"))
@@ -47,14 +53,19 @@ def score_pretraining_batch(config_file, checkpoint, tfrecord):
 
     model = BertPretrainer(BertConfig.from_json_file(config_file))
     load_google_checkpoint(model, checkpoint)
-    dataset = make_pretraining_dataset(tfrecord, batch_size=8, max_seq_length=128,
-                                       max_predictions_per_seq=20, is_training=False)
+    dataset = make_pretraining_dataset(
+        tfrecord, batch_size=8, max_seq_length=128, max_predictions_per_seq=20, is_training=False
+    )
     batch = next(iter(dataset))
     outputs = model(batch)
-    mlm, _ = masked_lm_loss(outputs["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"])
+    mlm, _ = masked_lm_loss(
+        outputs["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"]
+    )
     nsp, _ = next_sentence_loss(outputs["next_sentence_log_probs"], batch["next_sentence_labels"])
-    print(f"\nOne batch of {tfrecord}: masked LM loss {float(mlm):.4f}, "
-          f"next sentence loss {float(nsp):.4f}, total {float(mlm + nsp):.4f}")
+    print(
+        f"\nOne batch of {tfrecord}: masked LM loss {float(mlm):.4f}, "
+        f"next sentence loss {float(nsp):.4f}, total {float(mlm + nsp):.4f}"
+    )
 
 
 def main():
@@ -62,20 +73,39 @@ def main():
     config_file, checkpoint = tiny_google_checkpoint()
     vocab = os.path.join(DATA, "vocab.txt")
 
-    run_tool("convert_checkpoint.py", f"--bert_config_file={config_file}",
-             f"--init_checkpoint={checkpoint}", f"--output={OUT}/bert_tiny.keras")
+    run_tool(
+        "convert_checkpoint.py",
+        f"--bert_config_file={config_file}",
+        f"--init_checkpoint={checkpoint}",
+        f"--output={OUT}/bert_tiny.keras",
+    )
 
     tfrecord = os.path.join(OUT, "pretraining.tfrecord")
-    run_tool("create_pretraining_data.py", f"--input_file={DATA}/sample_text.txt",
-             f"--output_file={tfrecord}", f"--vocab_file={vocab}", "--do_lower_case=True",
-             "--max_seq_length=128", "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
-             "--random_seed=12345", "--dupe_factor=5")
+    run_tool(
+        "create_pretraining_data.py",
+        f"--input_file={DATA}/sample_text.txt",
+        f"--output_file={tfrecord}",
+        f"--vocab_file={vocab}",
+        "--do_lower_case=True",
+        "--max_seq_length=128",
+        "--max_predictions_per_seq=20",
+        "--masked_lm_prob=0.15",
+        "--random_seed=12345",
+        "--dupe_factor=5",
+    )
     score_pretraining_batch(config_file, checkpoint, tfrecord)
 
-    run_tool("extract_features.py", f"--input_file={DATA}/sentences.txt",
-             f"--output_file={OUT}/features.jsonl", f"--vocab_file={vocab}",
-             f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
-             "--layers=-1,-2", "--max_seq_length=32", "--batch_size=2")
+    run_tool(
+        "extract_features.py",
+        f"--input_file={DATA}/sentences.txt",
+        f"--output_file={OUT}/features.jsonl",
+        f"--vocab_file={vocab}",
+        f"--bert_config_file={config_file}",
+        f"--init_checkpoint={checkpoint}",
+        "--layers=-1,-2",
+        "--max_seq_length=32",
+        "--batch_size=2",
+    )
     print(f"\nDemo finished; outputs are in {os.path.relpath(OUT, REPO)}/")
 
 

@@ -11,7 +11,9 @@ from bert_tf import cli
 
 flags.DEFINE_string("input_file", None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').")
 flags.DEFINE_string("output_file", None, "JSON lines file to write.")
-flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (negative: from the top).")
+flags.DEFINE_string(
+    "layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (negative: from the top)."
+)
 flags.DEFINE_string("bert_config_file", None, "The bert_config.json of the checkpoint.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
 flags.DEFINE_string("init_checkpoint", None, "Google checkpoint prefix or directory.")

@@ -12,7 +12,11 @@ import keras
 import numpy as np
 
 from bert_tf.checkpoints import reference
-from bert_tf.checkpoints.google import load_google_checkpoint, resolve_checkpoint_prefix, save_google_checkpoint
+from bert_tf.checkpoints.google import (
+    load_google_checkpoint,
+    resolve_checkpoint_prefix,
+    save_google_checkpoint,
+)
 from bert_tf.config import BertConfig
 from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel, BertPretrainer
@@ -126,8 +130,7 @@ def verify_against_reference(model, weights, config, inputs, tolerance=DEFAULT_T
             ("cls/seq_relationship", got["next_sentence_log_probs"], want["next_sentence_log_probs"])
         )
     rows = [
-        (name, float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b)))))
-        for name, a, b in pairs
+        (name, float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b))))) for name, a, b in pairs
     ]
     return Verification(rows=rows, tolerance=tolerance)
 

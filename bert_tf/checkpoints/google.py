@@ -37,11 +37,7 @@ class LoadReport:
     @property
     def unused_optimizer_state(self):
         """The unused names that are optimizer slots or the step counter."""
-        return [
-            name
-            for name in self.unused
-            if name.endswith(_OPTIMIZER_SUFFIXES) or name == "global_step"
-        ]
+        return [name for name in self.unused if name.endswith(_OPTIMIZER_SUFFIXES) or name == "global_step"]
 
     @property
     def unused_weights(self):
@@ -62,9 +58,7 @@ class LoadReport:
                 + ", ".join(self.unused_weights)
             )
         if self.unused_optimizer_state:
-            lines.append(
-                f"{len(self.unused_optimizer_state)} optimizer/step entries were skipped."
-            )
+            lines.append(f"{len(self.unused_optimizer_state)} optimizer/step entries were skipped.")
         return "\n".join(lines)
 
 

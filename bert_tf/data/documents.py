@@ -38,9 +38,9 @@ class Corpus:
         """Document `index` as a list of segments, each a list of ids."""
         starts = self.segment_starts
         first, last = self.document_starts[index], self.document_starts[index + 1]
-        flat = self.tokens[starts[first]:starts[last]].tolist()
+        flat = self.tokens[starts[first] : starts[last]].tolist()
         base = starts[first]
-        return [flat[starts[s] - base:starts[s + 1] - base] for s in range(first, last)]
+        return [flat[starts[s] - base : starts[s + 1] - base] for s in range(first, last)]
 
 
 class CorpusBuilder:

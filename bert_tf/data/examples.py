@@ -114,7 +114,9 @@ class ExampleEncoder:
                 self._cached(
                     ("weights", k),
                     lambda: self._entry(
-                        "masked_lm_weights", b"\x12", struct.pack(f"<{preds}f", *([1.0] * k + [0.0] * (preds - k)))
+                        "masked_lm_weights",
+                        b"\x12",
+                        struct.pack(f"<{preds}f", *([1.0] * k + [0.0] * (preds - k))),
                     ),
                 ),
                 self._cached(

@@ -56,7 +56,7 @@ def truncate_seq_pair_sampled(tokens_a, tokens_b, max_num_tokens, rng):
     ones among `removed` random bits.
     """
     new_lengths = truncated_pair_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
-    for tokens, new_length in zip((tokens_a, tokens_b), new_lengths):
+    for tokens, new_length in zip((tokens_a, tokens_b), new_lengths, strict=True):
         removed = len(tokens) - new_length
         if removed:
             from_front = rng.getrandbits(removed).bit_count()
@@ -79,7 +79,14 @@ class InstanceMaker:
     """
 
     def __init__(
-        self, get_document, num_documents, max_seq_length, short_seq_prob, masker, cls_id, sep_id,
+        self,
+        get_document,
+        num_documents,
+        max_seq_length,
+        short_seq_prob,
+        masker,
+        cls_id,
+        sep_id,
         exact_stream=True,
     ):
         self.truncate = truncate_seq_pair if exact_stream else truncate_seq_pair_sampled
@@ -113,9 +120,7 @@ class InstanceMaker:
                 tokens_b = []
                 if len(current_chunk) == 1 or rng.random() < 0.5:
                     is_random_next = True
-                    tokens_b = self._random_segments(
-                        document_index, target_seq_length - len(tokens_a), rng
-                    )
+                    tokens_b = self._random_segments(document_index, target_seq_length - len(tokens_a), rng)
                     i -= len(current_chunk) - a_end  # the unused segments are read again
                 else:
                     is_random_next = False
@@ -142,7 +147,7 @@ class InstanceMaker:
                 break
         random_document = self.get_document(random_index)
         tokens = []
-        for segment in random_document[rng.randint(0, len(random_document) - 1):]:
+        for segment in random_document[rng.randint(0, len(random_document) - 1) :]:
             tokens.extend(segment)
             if len(tokens) >= target_length:
                 break
@@ -150,8 +155,17 @@ class InstanceMaker:
 
 
 def create_instances(
-    corpus, rng, dupe_factor, max_seq_length, short_seq_prob, masker, cls_id, sep_id,
-    encode=lambda instance: instance, on_document=None, exact_stream=True,
+    corpus,
+    rng,
+    dupe_factor,
+    max_seq_length,
+    short_seq_prob,
+    masker,
+    cls_id,
+    sep_id,
+    encode=lambda instance: instance,
+    on_document=None,
+    exact_stream=True,
 ):
     """All instances of a corpus, in the original's final (shuffled) order.
 

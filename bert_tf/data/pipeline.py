@@ -19,10 +19,10 @@ import random
 import time
 
 from bert_tf.data.documents import CorpusBuilder
-from bert_tf.files import expand_input_patterns
 from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.data.instances import create_instances
 from bert_tf.data.masking import Masker
+from bert_tf.files import expand_input_patterns
 from bert_tf.progress import Progress
 from bert_tf.text.tokenization import FullTokenizer
 
@@ -47,7 +47,9 @@ class PretrainingDataOptions:
         if self.max_seq_length < 5:
             raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
         if self.max_predictions_per_seq < 1:
-            raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}")
+            raise ValueError(
+                f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}"
+            )
         if self.dupe_factor < 1:
             raise ValueError(f"--dupe_factor must be positive, got {self.dupe_factor}")
         for name in ("masked_lm_prob", "short_seq_prob"):
@@ -135,8 +137,16 @@ class _ShardMaker:
             )
 
         records = create_instances(
-            corpus, rng, options.dupe_factor, options.max_seq_length, options.short_seq_prob,
-            self.masker, vocab["[CLS]"], vocab["[SEP]"], encode=encode, on_document=on_document,
+            corpus,
+            rng,
+            options.dupe_factor,
+            options.max_seq_length,
+            options.short_seq_prob,
+            self.masker,
+            vocab["[CLS]"],
+            vocab["[SEP]"],
+            encode=encode,
+            on_document=on_document,
             exact_stream=self.exact,
         )
         return records, summary
@@ -148,7 +158,8 @@ def _check_corpus(corpus, where):
     if corpus.num_documents == 1:
         logger.warning(
             "%s has a single document: its 'random next sentence' segments come from the same "
-            "document (the original does the same after ten tries for another one)", where
+            "document (the original does the same after ten tries for another one)",
+            where,
         )
 
 

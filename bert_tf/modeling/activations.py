@@ -58,6 +58,4 @@ def get_activation(name):
     try:
         return _ACTIVATIONS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown activation {name!r}; expected one of {', '.join(_ACTIVATIONS)}"
-        ) from None
+        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(_ACTIVATIONS)}") from None

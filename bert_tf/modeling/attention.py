@@ -35,9 +35,7 @@ class SelfAttention(keras.layers.Layer):
         self.query = projection("query")
         self.key = projection("key")
         self.value = projection("value")
-        self.dropout = keras.layers.Dropout(
-            config.attention_probs_dropout_prob, dtype=self.dtype_policy
-        )
+        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         for projection in (self.query, self.key, self.value):

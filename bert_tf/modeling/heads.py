@@ -144,7 +144,5 @@ class PretrainingHeads(keras.layers.Layer):
         """Returns:
         (masked_lm_log_probs [batch * P, V], next_sentence_log_probs [batch, 2]).
         """
-        masked_lm_log_probs = self.predictions(
-            sequence_output, masked_lm_positions, word_embeddings
-        )
+        masked_lm_log_probs = self.predictions(sequence_output, masked_lm_positions, word_embeddings)
         return masked_lm_log_probs, self.seq_relationship(pooled_output)

@@ -61,9 +61,7 @@ class BertModel(_SerializableByBertConfig, keras.Model):
         self.pooler.build()
 
     def call(self, inputs, training=False):
-        embedding_output = self.embeddings(
-            inputs["input_ids"], inputs["segment_ids"], training=training
-        )
+        embedding_output = self.embeddings(inputs["input_ids"], inputs["segment_ids"], training=training)
         all_encoder_layers = self.encoder(embedding_output, inputs["input_mask"], training=training)
         sequence_output = all_encoder_layers[-1]
         return {

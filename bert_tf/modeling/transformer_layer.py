@@ -51,7 +51,9 @@ class Intermediate(keras.layers.Layer):
     def __init__(self, config, name="intermediate", **kwargs):
         super().__init__(name=name, **kwargs)
         self.hidden_size = config.hidden_size
-        self.dense = dense(config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act))
+        self.dense = dense(
+            config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act)
+        )
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))

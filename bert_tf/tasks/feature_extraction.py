@@ -104,7 +104,7 @@ def extract_features(model, tokenizer, examples, max_seq_length, layer_indexes, 
         }
         all_layers = bert(inputs, training=False)["all_encoder_layers"]
         selected = [np.asarray(all_layers[i]) for i in layer_indexes]
-        for row, (example, p) in enumerate(zip(batch, packed)):
+        for row, (example, p) in enumerate(zip(batch, packed, strict=True)):
             features = []
             for position, token in enumerate(p["tokens"]):
                 layers = [
@@ -112,7 +112,7 @@ def extract_features(model, tokenizer, examples, max_seq_length, layer_indexes, 
                         index=index,
                         values=[round(float(x), 6) for x in output[row, position]],
                     )
-                    for index, output in zip(layer_indexes, selected)
+                    for index, output in zip(layer_indexes, selected, strict=True)
                 ]
                 features.append(collections.OrderedDict(token=token, layers=layers))
             yield collections.OrderedDict(linex_index=example.unique_id, features=features)

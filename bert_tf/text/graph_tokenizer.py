@@ -93,9 +93,7 @@ class GraphTokenizer(tf.Module):
         self._ascii_wordpiece = wordpiece(max_bytes_per_word=_MAX_CHARS_PER_WORD, no_pretokenization=False)
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
-        self.tokenize = tf.function(
-            self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
-        )
+        self.tokenize = tf.function(self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
         self.pack = tf.function(
             self._pack,
             input_signature=[
@@ -222,12 +220,16 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
 
     b_sep = tf.cast(has_b, tf.int64)
     input_ids = tf.concat(
-        [constant_rows(cls_id, ones), ids_a, constant_rows(sep_id, ones), ids_b, constant_rows(sep_id, b_sep)],
+        [
+            constant_rows(cls_id, ones),
+            ids_a,
+            constant_rows(sep_id, ones),
+            ids_b,
+            constant_rows(sep_id, b_sep),
+        ],
         axis=1,
     )
-    segment_ids = tf.concat(
-        [constant_rows(0, new_a + 2), constant_rows(1, new_b + b_sep)], axis=1
-    )
+    segment_ids = tf.concat([constant_rows(0, new_a + 2), constant_rows(1, new_b + b_sep)], axis=1)
     shape = tf.stack([batch, max_seq_length])
     lengths = input_ids.row_lengths()
     return {

@@ -34,7 +34,7 @@ _CJK_RANGES = (
 )
 
 # Step 1 for ASCII text, as one `str.translate` table: controls dropped, \t \n \r to spaces.
-_ASCII_CLEAN = {cp: None for cp in list(range(32)) + [127]}
+_ASCII_CLEAN = dict.fromkeys(list(range(32)) + [127])
 _ASCII_CLEAN.update({ord(c): " " for c in "\t\n\r"})
 
 # Google's released checkpoints whose directory names say how they were cased.

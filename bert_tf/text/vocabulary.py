@@ -66,8 +66,9 @@ def write_vocab(tokens, path):
         writer.writelines(token + "\n" for token in tokens)
 
 
-def build_vocab(input_file, output, vocab_size, do_lower_case=True,
-                reserved_tokens=DEFAULT_RESERVED_TOKENS, min_count=2):
+def build_vocab(
+    input_file, output, vocab_size, do_lower_case=True, reserved_tokens=DEFAULT_RESERVED_TOKENS, min_count=2
+):
     """Counts words in `input_file` (comma-separated globs), learns and writes a vocab.
 
     Returns:
