@@ -49,3 +49,26 @@ def expand_input_patterns(input_file):
     if not files:
         raise ValueError("--input_file: no input files given")
     return files
+
+
+# Minimal local-path helpers; replaced by the gfile-aware versions of issue 18's cloud-path work.
+def exists(path):
+    return os.path.exists(path)
+
+
+def glob(pattern):
+    import glob as _glob
+
+    return _glob.glob(pattern)
+
+
+def makedirs(path):
+    os.makedirs(path, exist_ok=True)
+
+
+def remove(path):
+    os.remove(path)
+
+
+def rename(source, target):
+    os.replace(source, target)

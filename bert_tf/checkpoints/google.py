@@ -222,3 +222,20 @@ def save_google_checkpoint(model, path, global_step=None):
     for suffix in (".data-00000-of-00001", ".index"):
         os.replace(tmp_prefix + suffix, path + suffix)
     return path
+
+
+def open_checkpoint(prefix):
+    """Temporary: the reader of a checkpoint prefix (replaced by the cloud-path version)."""
+    return _open_reader(prefix)
+
+
+def write_checkpoint(prefix, named_tensors):
+    """Temporary: writes (name, tensor) pairs atomically (replaced by the cloud-path version)."""
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    names = [name for name, _ in named_tensors]
+    tensors = [tf.convert_to_tensor(t) for _, t in named_tensors]
+    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
+    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
+    for suffix in (".data-00000-of-00001", ".index"):
+        os.replace(tmp_prefix + suffix, prefix + suffix)
+    return prefix
