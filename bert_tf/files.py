@@ -1,7 +1,7 @@
 """User paths: input globs, and output files that are complete or absent (temporary name, then rename)."""
 
 import contextlib
-import glob
+import glob as _glob_module
 import os
 
 
@@ -41,7 +41,7 @@ def expand_input_patterns(input_file):
         pattern = pattern.strip()
         if not pattern:
             continue
-        matches = sorted(glob.glob(pattern))
+        matches = sorted(_glob_module.glob(pattern))
         matches = [path for path in matches if os.path.isfile(path)]
         if not matches:
             raise ValueError(f"--input_file: {pattern!r} matches no file")
@@ -57,9 +57,7 @@ def exists(path):
 
 
 def glob(pattern):
-    import glob as _glob
-
-    return _glob.glob(pattern)
+    return _glob_module.glob(pattern)
 
 
 def makedirs(path):

@@ -235,7 +235,9 @@ def write_checkpoint(prefix, named_tensors):
     names = [name for name, _ in named_tensors]
     tensors = [tf.convert_to_tensor(t) for _, t in named_tensors]
     tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
-    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
+    tf.raw_ops.SaveV2(
+        prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors
+    )
     for suffix in (".data-00000-of-00001", ".index"):
         os.replace(tmp_prefix + suffix, prefix + suffix)
     return prefix

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
-from bert_tf.files import exists, glob, makedirs, remove, rename
+from bert_tf.files import atomic_output, exists, glob, makedirs, remove, rename
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +119,11 @@ class TrainingCheckpoints:
         name = os.path.basename(prefix)
         names = [n for n in names if n != name] + [name]
         kept = names[-self.keep_checkpoint_max :] if self.keep_checkpoint_max else names
-        # Relative names, so the directory can be moved; written atomically by TensorFlow.
-        tf.compat.v1.train.update_checkpoint_state(self.directory, name, all_model_checkpoint_paths=kept)
+        # The CheckpointState text proto, with names relative to the directory (so it can be
+        # moved), under a temporary name renamed into place.
+        lines = [f'model_checkpoint_path: "{name}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in kept]
+        with atomic_output(os.path.join(self.directory, "checkpoint")) as tmp, open(tmp, "w") as writer:
+            writer.write("\n".join(lines) + "\n")
         for old in names:
             if old not in kept:
                 for path in glob(os.path.join(self.directory, old + ".*")) + glob(

@@ -151,9 +151,8 @@ def _validate(options):
     if not (options.do_train or options.do_eval):
         raise ValueError("at least one of --do_train or --do_eval must be True")
     if options.mixed_precision not in MIXED_PRECISION:
-        raise ValueError(
-            f"--mixed_precision: expected one of {', '.join(MIXED_PRECISION)}, got {options.mixed_precision!r}"
-        )
+        expected = ", ".join(MIXED_PRECISION)
+        raise ValueError(f"--mixed_precision: expected one of {expected}, got {options.mixed_precision!r}")
     for flag in (
         "num_train_steps",
         "save_checkpoints_steps",

@@ -39,6 +39,13 @@ _ON_READ = dict(
 _FIRST_REPLICA = dict(aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA, trainable=False)
 
 
+def _replica_value(strategy, value):
+    """A value that every replica computed alike (from all-reduced tensors), as one tensor."""
+    if isinstance(value, tf.distribute.DistributedValues):
+        return strategy.experimental_local_results(value)[0]
+    return value
+
+
 class SumMetrics:
     """Named ratios `sum(numerator) / sum(denominator)` accumulated over steps and replicas.
 
@@ -244,6 +251,8 @@ class TrainStep:
     def _apply(self, strategy, gradients, finite_loss, finite_gradients):
         """Applies the reduced gradients once (in cross-replica context, or on every replica
         with identical values where the strategy needs no merge call)."""
+        finite_loss = _replica_value(strategy, finite_loss)
+        finite_gradients = _replica_value(strategy, finite_gradients)
         step = self.optimizer.iterations
         if self.loss_scale is not None:
             # A non-finite gradient with a finite loss is loss scaling's, not an error.
