@@ -56,7 +56,7 @@ def model_gradients(model, batch, loss_fn):
     return (
         {
             v.path: np.asarray(tf.convert_to_tensor(g), np.float64)
-            for v, g in zip(model.trainable_variables, gradients)
+            for v, g in zip(model.trainable_variables, gradients, strict=True)
         },
         float(loss),
     )
