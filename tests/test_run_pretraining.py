@@ -1,0 +1,317 @@
+"""tools/run_pretraining.py end to end: exact resume after kill -9, continuing to a larger total,
+the original's own checkpoint in --output_dir, a NaN stop, logs and TensorBoard, eval results,
+and bad input. A one-layer model of width 32 keeps each run to seconds.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.checkpoints import reference
+from bert_tf.config import BertConfig
+from bert_tf.training.pretraining import PretrainingOptions, run_pretraining
+from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(REPO, "tools", "run_pretraining.py")
+RECORDS = os.path.join(FIXTURES_DIR, "pretraining_data", "sample_s12345.tfrecord")
+TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
+TINY = dict(
+    vocab_size=30522,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_position_embeddings=128,
+    type_vocab_size=2,
+)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, fixtures_dir):
+    directory = tmp_path_factory.mktemp("pretraining")
+    shutil.copy(RECORDS, directory / "data.tfrecord")
+    BertConfig(**TINY).to_json_file(str(directory / "bert_config.json"))
+    return directory
+
+
+def _args(workdir, output_dir, steps, **extra):
+    flags = dict(
+        input_file=workdir / "data.tfrecord",
+        bert_config_file=workdir / "bert_config.json",
+        output_dir=output_dir,
+        do_train=True,
+        train_batch_size=8,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        num_train_steps=steps,
+        num_warmup_steps=5,
+        learning_rate=1e-3,
+        save_checkpoints_steps=10,
+        iterations_per_loop=5,
+        seed=7,
+        keep_checkpoint_max=0,
+    )
+    flags.update(extra)
+    return [TOOL] + [f"--{k}={v}" for k, v in flags.items()]
+
+
+def _run(args, **kwargs):
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=600,
+        **kwargs,
+    )
+
+
+def _weights(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(workdir):
+    output_dir = workdir / "uninterrupted"
+    result = _run(_args(workdir, output_dir, 40))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result.stderr
+
+
+def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted):
+    output_dir = workdir / "killed"
+    process = subprocess.Popen(
+        [sys.executable, *_args(workdir, output_dir, 40)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    deadline = time.monotonic() + 300
+    while tf.train.latest_checkpoint(str(output_dir)) is None and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed_at = tf.train.latest_checkpoint(str(output_dir))
+    assert killed_at and not killed_at.endswith("-40"), killed_at  # killed mid-run
+    _weights(killed_at)  # the latest checkpoint after a kill -9 reads completely
+
+    result = _run(_args(workdir, output_dir, 40))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resumed the input where" in result.stderr
+    resumed = _weights(str(output_dir / "model.ckpt-40"))
+    straight = _weights(str(uninterrupted[0] / "model.ckpt-40"))
+    assert resumed.keys() == straight.keys()
+    assert int(resumed["global_step"]) == 40
+    for name, value in straight.items():
+        np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
+    output_dir, stderr = uninterrupted
+    names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-40")).get_variable_to_shape_map()
+    weights = [n for n in names if not n.endswith(("/adam_m", "/adam_v")) and n != "global_step"]
+    assert len(weights) == 30  # embeddings 5, one layer 16, pooler 2, heads 7
+    assert all(f"{w}/adam_m" in names and f"{w}/adam_v" in names for w in weights)
+    assert "global_step" in names
+    assert tf.train.get_checkpoint_state(str(output_dir)).all_model_checkpoint_paths[-1].endswith("model.ckpt-40")
+    progress = [line for line in stderr.splitlines() if line.startswith("step ")]
+    assert progress[0].startswith("step 5/40 | loss ") and progress[-1].startswith("step 40/40 | loss ")
+    assert all(" examples/s | ETA " in line and "| lr " in line for line in progress)
+    losses = [float(line.split("| loss ")[1].split()[0]) for line in progress]
+    assert losses[-1] < losses[0] - 1.0  # it learns
+    tags = set()
+    for path in tf.io.gfile.glob(str(output_dir / "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    assert {
+        "loss",
+        "masked_lm_loss",
+        "masked_lm_accuracy",
+        "next_sentence_loss",
+        "next_sentence_accuracy",
+        "learning_rate",
+        "grad_norm",
+        "examples_per_second",
+    } <= tags
+
+
+def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(workdir, uninterrupted):
+    output_dir = workdir / "continued"
+    shutil.copytree(uninterrupted[0], output_dir)
+    # The checkpoint in --output_dir takes precedence: this --init_checkpoint is never read.
+    result = _run(_args(workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
+    continued = _weights(str(output_dir / "model.ckpt-45"))
+    assert int(continued["global_step"]) == 45
+    result = _run(_args(workdir, output_dir, 45))
+    assert result.returncode == 0 and "nothing to train" in result.stderr
+
+
+def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
+    """The fixture's model.ckpt-3 (written by the original's training) with a `checkpoint` file:
+    weights, slots and step are resumed, the input starts afresh."""
+    output_dir = workdir / "original"
+    output_dir.mkdir()
+    for name in os.listdir(TRAIN):
+        if name.startswith("model.ckpt-3"):
+            shutil.copy(os.path.join(TRAIN, name), output_dir / name)
+    (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    args = _args(workdir, output_dir, 4, bert_config_file=os.path.join(TRAIN, "bert_config.json"))
+    result = _run(args + ["--num_warmup_steps=2", "--learning_rate=1e-4", "--train_batch_size=4"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "has no input state: the input starts afresh" in result.stderr
+    before, after = _weights(os.path.join(TRAIN, "model.ckpt-3")), _weights(str(output_dir / "model.ckpt-4"))
+    assert int(after["global_step"]) == 4
+    # v4 = 0.999 v3 + 0.001 g^2 >= 0.999 v3 holds only if the slots were resumed, not zeroed.
+    for name in before:
+        if name.endswith("/adam_v"):
+            assert (after[name] >= 0.999 * before[name] * (1 - 1e-6)).all(), name
+    assert max(np.abs(after[n] - before[n]).max() for n in before if n.endswith("/kernel")) > 0
+
+
+def _nan_copy(source, target):
+    """The records of `source` with every masked_lm_weights value NaN."""
+    with tf.io.TFRecordWriter(str(target)) as writer:
+        for record in tf.data.TFRecordDataset(str(source)):
+            example = tf.train.Example.FromString(record.numpy())
+            weights = example.features.feature["masked_lm_weights"].float_list.value
+            weights[:] = [float("nan")] * len(weights)
+            writer.write(example.SerializeToString())
+
+
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workdir):
+    data = workdir / "nan_data"
+    data.mkdir()
+    shutil.copy(RECORDS, data / "data.tfrecord")
+    output_dir = workdir / "nan"
+    args = _args(workdir, output_dir, 10, input_file=data / "data.tfrecord")
+    assert _run(args).returncode == 0
+    _nan_copy(RECORDS, data / "data.tfrecord")  # same file, same records, NaN weights
+    result = _run(_args(workdir, output_dir, 20, input_file=data / "data.tfrecord"))
+    assert result.returncode == 1
+    error = result.stderr.strip().splitlines()[-1]
+    # The restored shuffle buffer still holds clean records: NaN comes a few steps after 10.
+    match = re.match(r"error: step (\d+): the loss or its gradient is NaN or infinite; training stopped", error)
+    assert match and 10 <= int(match.group(1)) < 20, error
+    assert "The latest checkpoint is " in error and error.split("The latest checkpoint is ")[1].startswith(
+        str(output_dir / "model.ckpt-10")
+    )
+    latest = tf.train.latest_checkpoint(str(output_dir))
+    assert latest.endswith("model.ckpt-10")
+    assert all(np.isfinite(v).all() for v in _weights(latest).values())
+
+
+def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
+    """--do_eval on google_tiny: eval_results.txt against the original's metric_fn computed on
+    the float64 reference's outputs for the same batches (the records in file order)."""
+    output_dir = workdir / "eval"
+    options = PretrainingOptions(
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        input_file=RECORDS,
+        output_dir=str(output_dir),
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        do_eval=True,
+        eval_batch_size=4,
+        max_eval_steps=3,
+    )
+    run_pretraining(options)
+    lines = (output_dir / "eval_results.txt").read_text().splitlines()
+    got = dict(line.split(" = ") for line in lines)
+    assert list(got) == sorted(got) == [
+        "global_step",
+        "loss",
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "next_sentence_accuracy",
+        "next_sentence_loss",
+    ]
+    assert got["global_step"] == "0"
+
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+    spec = {
+        name: tf.io.FixedLenFeature([20 if name.startswith("masked") else 128], tf.float32 if "weights" in name else tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+    }
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    records = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(RECORDS).take(12)]
+    totals = dict(mlm_correct=0.0, mlm_loss=0.0, weight=0.0, nsp_correct=0.0, nsp_loss=0.0, losses=[])
+    for start in range(0, 12, 4):
+        batch = {k: np.stack([r[k].numpy() for r in records[start : start + 4]]) for k in spec}
+        out = reference.reference_forward(weights, config, **batch)
+        w = batch["masked_lm_weights"].reshape(-1)
+        predictions = out["masked_lm_log_probs"].argmax(-1)
+        totals["mlm_correct"] += (w * (predictions == batch["masked_lm_ids"].reshape(-1))).sum()
+        totals["mlm_loss"] += (w * out["masked_lm_example_loss"]).sum()
+        totals["weight"] += w.sum()
+        labels = batch["next_sentence_labels"].reshape(-1)
+        totals["nsp_correct"] += (out["next_sentence_log_probs"].argmax(-1) == labels).sum()
+        totals["nsp_loss"] += out["next_sentence_example_loss"].sum()
+        totals["losses"].append(out["total_loss"])
+    want = {
+        "masked_lm_accuracy": totals["mlm_correct"] / totals["weight"],
+        "masked_lm_loss": totals["mlm_loss"] / totals["weight"],
+        "next_sentence_accuracy": totals["nsp_correct"] / 12,
+        "next_sentence_loss": totals["nsp_loss"] / 12,
+        "loss": float(np.mean(totals["losses"])),
+    }
+    for key, value in want.items():
+        assert abs(float(got[key]) - value) <= 1e-5, (key, got[key], value)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(input_file="nothing_*.tfrecord"), r"--input_file: 'nothing_\*.tfrecord' matches no file"),
+        (dict(max_seq_length=64), r"records have input_ids of length 128 but --max_seq_length=64"),
+        (dict(max_predictions_per_seq=10), r"masked_lm_positions of length 20 but --max_predictions_per_seq=10"),
+        (dict(train_batch_size=10, gradient_accumulation_steps=4), r"--train_batch_size=10 is not a positive multiple"),
+        (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
+        (dict(do_train=False), r"at least one of --do_train or --do_eval"),
+    ],
+)
+def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, message):
+    values = dict(
+        bert_config_file=str(workdir / "bert_config.json"),
+        input_file=str(workdir / "data.tfrecord"),
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        num_train_steps=5,
+        train_batch_size=8,
+    )
+    values.update(overrides)
+    with pytest.raises(ValueError, match=message):
+        run_pretraining(PretrainingOptions(**values))
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+def test_bad_input_from_the_tool_is_one_line(workdir, tmp_path):
+    result = _run(_args(workdir, tmp_path / "out", 5, max_seq_length=64))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_optimizer_state_and_lamb_run(workdir, tmp_path):
+    """--optimizer=lamb trains and writes the same Google layout (slots under adam_m/adam_v)."""
+    result = _run(_args(workdir, tmp_path / "lamb", 5, optimizer="lamb", save_checkpoints_steps=5))
+    assert result.returncode == 0, result.stderr[-3000:]
+    names = tf.train.load_checkpoint(str(tmp_path / "lamb" / "model.ckpt-5")).get_variable_to_shape_map()
+    assert "bert/pooler/dense/kernel/adam_m" in names and "global_step" in names
