@@ -1,0 +1,33 @@
+"""SavedModel export for TF Serving: token-id, raw-text and tf.Example signatures.
+
+`module` holds the export `tf.Module` (any model plus the names of its outputs), `versioning`
+TF Serving's `<export_dir>/<version>` layout written atomically, and `bert` the use of both
+for `BertModel` and `BertPretrainer`.
+"""
+
+from bert_tf.export.bert import PRETRAINING_SIGNATURE, export_bert, load_bert
+from bert_tf.export.module import (
+    DEFAULT_SIGNATURE,
+    EXAMPLE_SIGNATURE,
+    TEXT_PAIR_SIGNATURE,
+    TEXT_SIGNATURE,
+    ExportModule,
+    ServedModel,
+    export_saved_model,
+)
+from bert_tf.export.versioning import next_version, versioned_directory
+
+__all__ = [
+    "DEFAULT_SIGNATURE",
+    "EXAMPLE_SIGNATURE",
+    "PRETRAINING_SIGNATURE",
+    "TEXT_PAIR_SIGNATURE",
+    "TEXT_SIGNATURE",
+    "ExportModule",
+    "ServedModel",
+    "export_bert",
+    "export_saved_model",
+    "load_bert",
+    "next_version",
+    "versioned_directory",
+]

@@ -1,0 +1,217 @@
+"""The export module: a model and the names of its outputs, behind TF Serving signatures.
+
+Every signature ends in the same call, the model on int32 [batch, seq] `input_ids`,
+`input_mask` and `segment_ids`; they differ in where those come from:
+
+- `serving_default`: the three tensors themselves (seq up to `max_seq_length`);
+- `text`, `text_pair`: strings, tokenized and packed in the graph by `GraphTokenizer` (the ids
+  of `FullTokenizer`), padded to `max_seq_length`;
+- `tf_example`: serialized `tf.Example`s with the three int64 features of the original's
+  TFRecords, each `max_seq_length` long;
+- extra signatures (e.g. `pretraining`): the three tensors plus the inputs a model needs
+  beyond them (`masked_lm_positions`).
+
+A fine-tuned model exports the same way as `BertModel`: hand in the model (a Keras model taking
+the dict of id tensors) and the names of the outputs to serve.
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from bert_tf.export.versioning import versioned_directory
+from bert_tf.text.graph_tokenizer import GraphTokenizer
+
+ID_INPUTS = ("input_ids", "input_mask", "segment_ids")
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving_default"
+TEXT_SIGNATURE = "text"
+TEXT_PAIR_SIGNATURE = "text_pair"
+EXAMPLE_SIGNATURE = "tf_example"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServedModel:
+    """A model and the outputs a signature returns from it.
+
+    Attributes:
+      model: A Keras model or layer (or a `tf.Module`: anything whose `variables` are all the
+        variables it uses), called as `model(inputs)` on a dict of int32 [batch, seq]
+        `input_ids`, `input_mask`, `segment_ids` and the `extra_inputs`. It returns a dict
+        holding `output_names`, or a tensor or sequence of tensors in the order of
+        `output_names`.
+      output_names: The names of the signature's outputs.
+      extra_inputs: Name -> `tf.TensorSpec` of the inputs beyond the three id tensors (only
+        for extra signatures, which take the ids directly).
+    """
+
+    model: object
+    output_names: tuple
+    extra_inputs: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        names = tuple(self.output_names)
+        if not names or len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"output_names must be distinct strings, got {self.output_names!r}")
+        object.__setattr__(self, "output_names", names)
+        clash = sorted(set(self.extra_inputs) & set(ID_INPUTS))
+        if clash:
+            raise ValueError(f"extra_inputs may not redefine the id inputs {clash}")
+
+    def __call__(self, inputs):
+        """The model's outputs on `inputs`, as a dict keyed by `output_names`."""
+        outputs = self.model(inputs)
+        if isinstance(outputs, dict):
+            missing = [name for name in self.output_names if name not in outputs]
+            if missing:
+                raise ValueError(f"the model has no outputs {missing}; it returns {sorted(outputs)}")
+            return {name: outputs[name] for name in self.output_names}
+        if not isinstance(outputs, (list, tuple)):
+            outputs = [outputs]
+        if len(outputs) != len(self.output_names):
+            raise ValueError(f"the model returns {len(outputs)} outputs for output_names {self.output_names}")
+        return dict(zip(self.output_names, outputs, strict=True))
+
+
+def _id_specs():
+    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
+
+
+class ExportModule(tf.Module):
+    """The SavedModel's root: the models' variables, the tokenizer, the vocabulary and the signatures.
+
+    Besides the signatures, the loaded object has `vocab_file` (a `tf.saved_model.Asset`: its
+    `asset_path` is the copy inside the export directory), `do_lower_case` and
+    `max_seq_length` (variables), so a client can rebuild the tokenization.
+
+    Args:
+      served: The `ServedModel` behind `serving_default`, `text`, `text_pair` and `tf_example`.
+      vocab_file: The model's `vocab.txt`.
+      do_lower_case: True for uncased models.
+      max_seq_length: The sequence length of the text and tf.Example signatures, and the
+        longest `serving_default` accepts.
+      extra_signatures: Name -> `ServedModel` of more signatures taking the id tensors (and
+        their `extra_inputs`) directly.
+      text_signatures: False leaves out `text` and `text_pair` and so every tensorflow-text op:
+        a server without tensorflow-text can then load the export.
+
+    Raises:
+      ValueError: `max_seq_length` below 3, a missing vocabulary, or a signature name used twice.
+    """
+
+    def __init__(
+        self,
+        served,
+        vocab_file,
+        do_lower_case,
+        max_seq_length,
+        extra_signatures=None,
+        text_signatures=True,
+    ):
+        super().__init__(name="bert_tf_export")
+        if max_seq_length < 3:
+            raise ValueError(
+                f"max_seq_length must be at least 3 ([CLS] a [SEP] b [SEP]), got {max_seq_length}"
+            )
+        if not tf.io.gfile.exists(vocab_file):
+            raise ValueError(f"{vocab_file}: no such vocab file")
+        extra_signatures = dict(extra_signatures or {})
+        reserved = {DEFAULT_SIGNATURE, EXAMPLE_SIGNATURE, TEXT_SIGNATURE, TEXT_PAIR_SIGNATURE}
+        if reserved & set(extra_signatures):
+            raise ValueError(f"extra signature names may not be {sorted(reserved & set(extra_signatures))}")
+        self._served = served
+        self._extra_served = extra_signatures
+        self._max_seq_length = max_seq_length
+        # The variables the signatures capture, tracked so they are saved. The models are not
+        # tracked themselves: TensorFlow would also save every function a Keras model offers
+        # (and trace its default serving function with float inputs).
+        variables = [v for s in (served, *extra_signatures.values()) for v in s.model.variables]
+        variables = {id(v): v for v in (v.value if isinstance(v, keras.Variable) else v for v in variables)}
+        self.model_variables = list(variables.values())
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+        self.max_seq_length = tf.Variable(max_seq_length, trainable=False, name="max_seq_length")
+        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case) if text_signatures else None
+
+    def signatures(self):
+        """The concrete functions to save, by signature name."""
+        signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
+        signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
+        if self.tokenizer is not None:
+            signatures[TEXT_SIGNATURE] = tf.function(self._serve_text).get_concrete_function(
+                tf.TensorSpec([None], tf.string, name="text")
+            )
+            signatures[TEXT_PAIR_SIGNATURE] = tf.function(self._serve_text_pair).get_concrete_function(
+                tf.TensorSpec([None], tf.string, name="text_a"),
+                tf.TensorSpec([None], tf.string, name="text_b"),
+            )
+        signatures[EXAMPLE_SIGNATURE] = tf.function(self._serve_examples).get_concrete_function(
+            tf.TensorSpec([None], tf.string, name="examples")
+        )
+        return signatures
+
+    def _ids_signature(self, served):
+        def serve(**inputs):
+            tf.debugging.assert_less_equal(
+                tf.shape(inputs["input_ids"])[1],
+                self._max_seq_length,
+                message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
+            )
+            return served(inputs)
+
+        return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
+
+    def _serve_text(self, text):
+        return self._serve_text_pair(text, tf.fill(tf.shape(text), ""))
+
+    def _serve_text_pair(self, text_a, text_b):
+        # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
+        return self._served(self.tokenizer.pack(text_a, text_b, self._max_seq_length))
+
+    def _serve_examples(self, examples):
+        features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
+        parsed = tf.io.parse_example(examples, features)
+        return self._served({name: tf.cast(parsed[name], tf.int32) for name in ID_INPUTS})
+
+
+def export_saved_model(
+    model,
+    output_names,
+    vocab_file,
+    do_lower_case,
+    max_seq_length,
+    export_dir,
+    extra_signatures=None,
+    text_signatures=True,
+    version=None,
+    overwrite=False,
+):
+    """Writes a model as a SavedModel version for TF Serving.
+
+    Args:
+      model: As `ServedModel.model`: a Keras model or `tf.Module` taking the dict of id tensors.
+      output_names: The outputs to serve, as `ServedModel.output_names`.
+      vocab_file: The model's `vocab.txt`; copied into the export as an asset.
+      do_lower_case: True for uncased models.
+      max_seq_length: As `ExportModule`'s.
+      export_dir: The model's base directory; the version is written to `<export_dir>/<version>`.
+      extra_signatures: Name -> `ServedModel` of more signatures on the id tensors.
+      text_signatures: Whether to export `text` and `text_pair` (they need tensorflow-text's
+        ops in the server).
+      version: Integer version; default the next free one.
+      overwrite: Whether an existing version may be replaced.
+
+    Returns:
+      The version directory written.
+
+    Raises:
+      ValueError: Bad arguments, or the version exists and `overwrite` is False; nothing is
+        left under `export_dir` then.
+    """
+    served = ServedModel(model, output_names)
+    with versioned_directory(export_dir, version, overwrite) as (tmp, final):
+        module = ExportModule(
+            served, vocab_file, do_lower_case, max_seq_length, extra_signatures, text_signatures
+        )
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+    return final

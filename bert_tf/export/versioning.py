@@ -1,0 +1,89 @@
+"""TF Serving's versioned layout: `<export_dir>/<version>/`, each version complete or absent.
+
+TF Serving watches `--model_base_path` and serves the subdirectories named by an integer (the
+highest by default); other names are ignored. A version is written under such another name,
+`.tmp-<version>-<pid>`, and renamed into place once complete, so the server never sees it half
+written and an interrupted export leaves no version behind.
+"""
+
+import contextlib
+import os
+
+import tensorflow as tf
+
+
+def existing_versions(export_dir):
+    """The versions under `export_dir`, ascending (empty if it does not exist)."""
+    if not tf.io.gfile.isdir(export_dir):
+        return []
+    names = (name.rstrip("/") for name in tf.io.gfile.listdir(export_dir))
+    return sorted(int(name) for name in names if name.isdigit())
+
+
+def next_version(export_dir):
+    """One more than the highest version under `export_dir`, or 1: the one TF Serving will pick up."""
+    return max(existing_versions(export_dir), default=0) + 1
+
+
+def check_version(export_dir, version, overwrite=False):
+    """Raises unless `version` may be written under `export_dir`.
+
+    Raises:
+      ValueError: `version` is not a non-negative integer, or it exists and `overwrite` is
+        False; the message names the directory.
+    """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"the export version must be a non-negative integer, got {version!r}")
+    path = os.path.join(export_dir, str(version))
+    if tf.io.gfile.exists(path) and not overwrite:
+        raise ValueError(f"{path} already exists; pass --overwrite to replace it or choose another version")
+
+
+@contextlib.contextmanager
+def versioned_directory(export_dir, version=None, overwrite=False):
+    """Gives a temporary directory that becomes `<export_dir>/<version>` if the block completes.
+
+    If the block raises, the temporary directory is deleted, and so is `export_dir` if this
+    call created it: nothing is left behind. An overwritten version is moved aside, replaced,
+    then deleted.
+
+    Args:
+      export_dir: The model's base directory (TF Serving's `--model_base_path`).
+      version: The integer version to write; default `next_version(export_dir)`.
+      overwrite: Whether an existing `version` may be replaced.
+
+    Yields:
+      (the temporary directory, created empty; the final version directory).
+
+    Raises:
+      ValueError: As `check_version`, before anything is written.
+    """
+    if version is None:
+        version = next_version(export_dir)
+    check_version(export_dir, version, overwrite)
+    final = os.path.join(export_dir, str(version))
+    created_export_dir = not tf.io.gfile.exists(export_dir)
+    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
+    tf.io.gfile.makedirs(tmp)
+    try:
+        yield tmp, final
+        if tf.io.gfile.exists(final):
+            _replace(tmp, final, os.path.join(export_dir, f".old-{version}-{os.getpid()}"))
+        else:
+            tf.io.gfile.rename(tmp, final)
+    finally:
+        if tf.io.gfile.exists(tmp):
+            tf.io.gfile.rmtree(tmp)
+        if created_export_dir and not tf.io.gfile.listdir(export_dir):
+            tf.io.gfile.rmtree(export_dir)
+
+
+def _replace(new, final, aside):
+    """Renames directory `new` to `final`, which exists: the old one is moved `aside` meanwhile."""
+    tf.io.gfile.rename(final, aside)
+    try:
+        tf.io.gfile.rename(new, final)
+    except BaseException:
+        tf.io.gfile.rename(aside, final)
+        raise
+    tf.io.gfile.rmtree(aside)

@@ -1,0 +1,584 @@
+"""SavedModel export: every signature, called from a moved export in a process without bert_tf.
+
+The google_tiny fixture is exported once (with its heads) and moved; a fresh Python process that
+imports only TensorFlow (and tensorflow-text) loads it and answers TF Serving REST request
+bodies, and its outputs are compared with the original's reference outputs, with
+`serving_default` on `FullTokenizer`'s ids, or with the float64 NumPy reference. Run with `-s` to
+see the max abs difference of each comparison.
+
+The module takes about a minute on 2 cores: four exports (5-15 s each, one through the tool), two
+fresh client processes and three failing tool runs (~6 s each, mostly importing TensorFlow).
+"""
+
+import base64
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertModel, load_google_checkpoint
+from bert_tf.checkpoints import reference
+from bert_tf.export import export_bert, export_saved_model, next_version, versioned_directory
+from bert_tf.text.packing import pack_inputs
+from bert_tf.tokenization import FullTokenizer
+from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(REPO, "README.md")
+VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
+TRAIN_CONFIG = os.path.join(FIXTURES_DIR, "google_tiny_train", "bert_config.json")
+TRAIN_CKPT = os.path.join(FIXTURES_DIR, "google_tiny_train", "model.ckpt-3")
+MAX_SEQ_LENGTH = 128
+MAX_PREDICTIONS = 20
+ID_INPUTS = ("input_ids", "input_mask", "segment_ids")
+ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
+
+TEXTS = [
+    "Hello, world!",
+    "The café's crème brûlée costs $4.50 — très bon!",
+    "北京欢迎你 and Tokyo 東京, ＦＵＬＬＷＩＤＴＨ",
+    "tabs\tand\u200bzero-width\u00a0spaces",
+    "",
+    " ".join(["The quick brown fox jumps over the lazy dog."] * 20),  # truncated
+]
+PAIRS = [
+    ("Who wrote BERT?", "Google did, in 2018."),
+    ("A single text: text_b is empty.", ""),
+    ("text_b has no tokens", "\u200b"),
+    ("   ", "Only text_b has tokens."),
+    (" ".join(["long first"] * 100), "short second"),
+    ("short first", " ".join(["long second"] * 100)),
+    (" ".join(["both long"] * 100), " ".join(["really both"] * 100)),
+]
+
+
+def rest_columns(body, input_names):
+    """A TF Serving REST `:predict` body -> {input name: batched value}, as the model server reads it.
+
+    Row format: `instances`, one entry per example, each an object of named inputs or, for a
+    signature with a single input, the bare value. Columnar format: `inputs`, an object of
+    batched inputs or, for a single input, the bare batch. `{"b64": ...}` is a binary string.
+    """
+
+    def decode(value):
+        if isinstance(value, dict):
+            return base64.b64decode(value["b64"])
+        if isinstance(value, list):
+            return [decode(v) for v in value]
+        return value
+
+    def named(value):
+        return isinstance(value, dict) and "b64" not in value
+
+    if "instances" in body:
+        rows = body["instances"]
+        if all(named(row) for row in rows):
+            assert all(sorted(row) == sorted(input_names) for row in rows), (rows, input_names)
+            return {name: [decode(row[name]) for row in rows] for name in input_names}
+        (name,) = input_names
+        return {name: decode(rows)}
+    inputs = body["inputs"]
+    if named(inputs):
+        assert sorted(inputs) == sorted(input_names), (inputs, input_names)
+        return {name: decode(inputs[name]) for name in input_names}
+    (name,) = input_names
+    return {name: decode(inputs)}
+
+
+# Run as a file in a fresh interpreter: argv = export dir, requests JSON, outputs .npz,
+# "text" or "no-text". The requests are {name: REST body}; the outputs `<name>/<output>`.
+_CLIENT = """
+import base64
+import json
+import sys
+
+sys.modules["bert_tf"] = None  # importing bert_tf fails here: the export must not need it
+import numpy as np
+import tensorflow as tf
+
+if sys.argv[4] == "text":
+    import tensorflow_text  # noqa: F401 (registers the ops of the text signatures)
+
+{rest_columns}
+
+export_dir, requests_file, outputs_file = sys.argv[1:4]
+loaded = tf.saved_model.load(export_dir)
+with open(requests_file) as f:
+    requests = json.load(f)
+results = {{}}
+for name, body in requests.items():
+    signature = loaded.signatures[body.get("signature_name", "serving_default")]
+    specs = signature.structured_input_signature[1]
+    columns = rest_columns(body, sorted(specs))
+    outputs = signature(**{{k: tf.constant(v, dtype=specs[k].dtype) for k, v in columns.items()}})
+    results.update({{f"{{name}}/{{k}}": v.numpy() for k, v in outputs.items()}})
+results["vocab_file"] = np.array(loaded.vocab_file.asset_path.numpy().decode())
+results["do_lower_case"] = loaded.do_lower_case.numpy()
+results["max_seq_length"] = loaded.max_seq_length.numpy()
+imported = {{name.split(".")[0] for name, module in sys.modules.items() if module is not None}}
+results["modules"] = np.array(sorted(imported & {{"bert_tf", "tensorflow_text"}}), dtype=str)
+np.savez(outputs_file, **results)
+"""
+
+
+def call_in_fresh_process(export_path, requests, tmp_path, with_text=True):
+    """Answers `requests` ({name: REST body}) from a new interpreter that has no bert_tf."""
+    client = tmp_path / "client.py"
+    client.write_text(_CLIENT.format(rest_columns=inspect.getsource(rest_columns)))
+    requests_file, outputs_file = tmp_path / "requests.json", tmp_path / "outputs.npz"
+    requests_file.write_text(json.dumps(requests))
+    args = [str(export_path), str(requests_file), str(outputs_file), "text" if with_text else "no-text"]
+    result = subprocess.run(
+        [sys.executable, str(client), *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with np.load(outputs_file) as data:
+        return {key: data[key] for key in data.files}
+
+
+def columnar(signature, **inputs):
+    return {
+        "signature_name": signature,
+        "inputs": {k: np.asarray(v).tolist() for k, v in inputs.items()},
+    }
+
+
+def packed_ids(tokenizer, pairs):
+    """`FullTokenizer` + the original's packing, to MAX_SEQ_LENGTH: {input: [rows]}."""
+    rows = [
+        pack_inputs(tokenizer.tokenize(a), tokenizer.tokenize(b) if b else None, MAX_SEQ_LENGTH, tokenizer)
+        for a, b in pairs
+    ]
+    return {name: [row[name] for row in rows] for name in ID_INPUTS}
+
+
+def serialized_examples(batch):
+    """The rows of a reference batch as the original's pretraining TFRecords hold them."""
+    for row in range(len(batch["input_ids"])):
+
+        def ints(name, row=row):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=batch[name][row]))
+
+        feature = {name: ints(name) for name in (*ID_INPUTS, "masked_lm_positions", "masked_lm_ids")}
+        feature["masked_lm_weights"] = tf.train.Feature(
+            float_list=tf.train.FloatList(value=batch["masked_lm_weights"][row])
+        )
+        feature["next_sentence_labels"] = ints("next_sentence_labels")
+        yield tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def readme_requests():
+    """The REST bodies README.md marks with `<!-- rest-request -->` (json blocks, curl's -d)."""
+    with open(README, encoding="utf-8") as f:
+        blocks = re.findall(r"<!-- rest-request -->\s*```(\w+)\n(.*?)```", f.read(), re.DOTALL)
+    bodies = []
+    for language, text in blocks:
+        if language == "sh":
+            text = re.search(r"-d '(.*?)'", text, re.DOTALL).group(1)
+        bodies.append(json.loads(text))
+    return bodies
+
+
+def max_diff(a, b):
+    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+
+
+def report(name, diff):
+    print(f"\n  max |{name}| = {diff:.3e}")
+    return diff
+
+
+@pytest.fixture(scope="module")
+def batches():
+    return mf.reference_arrays()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return FullTokenizer(VOCAB, do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def moved_export(tmp_path_factory):
+    """google_tiny exported with its heads, then moved; the vocab it was made from is deleted."""
+    root = tmp_path_factory.mktemp("export")
+    vocab = root / "vocab.txt"
+    shutil.copy(VOCAB, vocab)
+    path, load_report = export_bert(
+        mf.GOOGLE_TINY_CKPT,
+        mf.GOOGLE_TINY_CONFIG,
+        str(vocab),
+        True,
+        MAX_SEQ_LENGTH,
+        str(root / "written"),
+        with_heads=True,
+        max_predictions_per_seq=MAX_PREDICTIONS,
+    )
+    assert path == str(root / "written" / "1")
+    assert len(load_report.loaded) == 46 and not load_report.unused
+    vocab.unlink()
+    (root / "moved").mkdir()
+    moved = root / "moved" / "bert"
+    shutil.move(root / "written", moved)
+    assert os.listdir(moved) == ["1"]
+    return moved
+
+
+@pytest.fixture(scope="module")
+def requests(batches, tokenizer):
+    """Every signature's requests: {name: REST body}."""
+    requests = {}
+    for key, batch in batches.items():
+        ids = {name: batch[name] for name in ID_INPUTS}
+        requests[f"ids_{key}"] = columnar("serving_default", **ids)
+        positions = np.zeros([len(batch["input_ids"]), MAX_PREDICTIONS], np.int32)
+        positions[:, : batch["masked_lm_positions"].shape[1]] = batch["masked_lm_positions"]
+        requests[f"pretraining_{key}"] = columnar("pretraining", **ids, masked_lm_positions=positions)
+    requests["text"] = {"signature_name": "text", "instances": TEXTS}
+    requests["text_ids"] = columnar("serving_default", **packed_ids(tokenizer, [(t, "") for t in TEXTS]))
+    requests["pair"] = columnar("text_pair", text_a=[a for a, _ in PAIRS], text_b=[b for _, b in PAIRS])
+    requests["pair_ids"] = columnar("serving_default", **packed_ids(tokenizer, PAIRS))
+    # b1 and b2: both 128 long, with padding, two segments and one single-segment row.
+    examples = [e for key in ("b1", "b2") for e in serialized_examples(batches[key])]
+    requests["examples"] = {
+        "signature_name": "tf_example",
+        "instances": [{"b64": base64.b64encode(e).decode()} for e in examples],
+    }
+    both = {name: np.concatenate([batches["b1"][name], batches["b2"][name]]) for name in ID_INPUTS}
+    requests["examples_ids"] = columnar("serving_default", **both)
+    for i, body in enumerate(readme_requests()):
+        requests[f"readme_{i}"] = body
+    return requests
+
+
+@pytest.fixture(scope="module")
+def served(moved_export, requests, tmp_path_factory):
+    """The outputs of every request, computed in a fresh process from the moved export."""
+    return call_in_fresh_process(moved_export / "1", requests, tmp_path_factory.mktemp("client"))
+
+
+def test_the_fresh_process_has_no_bert_tf_and_finds_the_moved_vocab(served, moved_export):
+    assert list(served["modules"]) == ["tensorflow_text"]
+    vocab_file = str(served["vocab_file"])
+    assert vocab_file == str(moved_export / "1" / "assets" / "vocab.txt")
+    with open(vocab_file, "rb") as moved, open(VOCAB, "rb") as original:
+        assert moved.read() == original.read()
+    assert bool(served["do_lower_case"]) is True
+    assert int(served["max_seq_length"]) == MAX_SEQ_LENGTH
+
+
+@pytest.mark.parametrize("batch", mf.BATCHES)
+def test_serving_default_matches_the_original(served, batches, batch):
+    # b0 is 32 long, b1 and b2 are 128: any length up to max_seq_length.
+    for name in ENCODER_OUTPUTS:
+        got = served[f"ids_{batch}/{name}"]
+        assert got.shape == batches[batch][name].shape
+        assert (
+            report(f"serving_default {batch} {name} - original", max_diff(got, batches[batch][name])) <= 1e-5
+        )
+
+
+@pytest.mark.parametrize("batch", mf.BATCHES)
+def test_pretraining_matches_the_original(served, batches, batch):
+    want = batches[batch]
+    rows, predictions = want["masked_lm_positions"].shape
+    log_probs = served[f"pretraining_{batch}/masked_lm_log_probs"]
+    assert log_probs.shape == (rows, MAX_PREDICTIONS, 30522)
+    want_log_probs = want["masked_lm_log_probs"].reshape(rows, predictions, -1)
+    # Slots past the batch's own predictions are padding (position 0) the original never had.
+    diff = max_diff(log_probs[:, :predictions], want_log_probs)
+    assert report(f"pretraining {batch} masked_lm_log_probs - original", diff) <= 1e-5
+    diff = max_diff(served[f"pretraining_{batch}/next_sentence_log_probs"], want["next_sentence_log_probs"])
+    assert report(f"pretraining {batch} next_sentence_log_probs - original", diff) <= 1e-5
+
+
+@pytest.mark.parametrize("signature", ["text", "pair"])
+def test_text_signatures_match_serving_default_on_full_tokenizer_ids(served, requests, signature):
+    ids = requests[f"{signature}_ids"]["inputs"]
+    masks, segments = np.array(ids["input_mask"]), np.array(ids["segment_ids"])
+    assert not masks.all() and masks[:, -1].any()  # padded rows and truncated ones
+    if signature == "pair":
+        assert segments.any(axis=1).sum() == 5  # five pairs, two packed as single texts
+    for name in ENCODER_OUTPUTS:
+        got, want = served[f"{signature}/{name}"], served[f"{signature}_ids/{name}"]
+        assert got.shape == want.shape and len(got) == len(ids["input_ids"])
+        assert report(f"{signature} {name} - serving_default(FullTokenizer ids)", max_diff(got, want)) <= 1e-5
+
+
+def test_tf_example_equals_serving_default(served, batches):
+    for name in ENCODER_OUTPUTS:
+        got, want = served[f"examples/{name}"], served[f"examples_ids/{name}"]
+        report(f"tf_example {name} - serving_default", max_diff(got, want))
+        np.testing.assert_array_equal(got, want)
+    # ...and both are the original's, so no feature went in as another.
+    want = np.concatenate([batches["b1"]["pooled_output"], batches["b2"]["pooled_output"]])
+    assert max_diff(served["examples/pooled_output"], want) <= 1e-5
+
+
+def test_readme_requests_give_the_reference_outputs(served, requests, tokenizer):
+    weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    names = [name for name in requests if name.startswith("readme_")]
+    signatures = {requests[name].get("signature_name", "serving_default") for name in names}
+    assert signatures == {"serving_default", "text", "text_pair"}
+    assert {"instances", "inputs"} <= {key for name in names for key in requests[name]}
+    for name in names:
+        body = requests[name]
+        signature = body.get("signature_name", "serving_default")
+        if signature == "serving_default":
+            ids = rest_columns(body, ID_INPUTS)
+        elif signature == "text":
+            ids = packed_ids(tokenizer, [(text, "") for text in rest_columns(body, ["text"])["text"]])
+        else:
+            columns = rest_columns(body, ["text_a", "text_b"])
+            ids = packed_ids(tokenizer, list(zip(columns["text_a"], columns["text_b"], strict=True)))
+        want = reference.reference_forward(weights, config, *(np.asarray(ids[k]) for k in ID_INPUTS))
+        for output in ENCODER_OUTPUTS:
+            diff = max_diff(served[f"{name}/{output}"], want[output])
+            assert report(f"README request {name} ({signature}) {output} - float64 reference", diff) <= 1e-5
+
+
+def _readme_signature_table():
+    with open(README, encoding="utf-8") as f:
+        text = f.read().split("<!-- signatures-table", 1)[1]
+    rows = set()
+    for line in text.splitlines()[3:]:
+        if not line.startswith("|"):
+            break
+        signature, kind, name, dtype, shape = (cell.strip().strip("`") for cell in line.strip("|").split("|"))
+        rows.add((signature, kind, name, dtype, shape))
+    return rows
+
+
+def test_saved_model_cli_lists_the_documented_signatures(moved_export):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "show", "--all", "--dir", str(moved_export / "1")], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    dtypes = {"DT_INT32": "int32", "DT_FLOAT": "float32", "DT_STRING": "string"}
+    listed = set()
+    for block in result.stdout.split("signature_def[")[1:]:
+        signature = re.match(r"'(\w+)'", block).group(1)
+        if signature == "__saved_model_init_op":  # the asset's initializer, not a serving signature
+            continue
+        for kind, name, dtype, shape in re.findall(
+            r"(input|output)s\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: \(([-\d, ]*)\)", block
+        ):
+            dims = tuple(int(d) for d in shape.split(",") if d.strip())
+            listed.add((signature, kind, name, dtypes[dtype], dims))
+    sizes = {"batch": -1, "seq": -1, "max_seq_length": MAX_SEQ_LENGTH, "hidden_size": 128}
+    sizes.update(vocab_size=30522, max_predictions_per_seq=MAX_PREDICTIONS)
+    documented = {
+        (signature, kind, name, dtype, tuple(int(sizes.get(d, d)) for d in shape.strip("[]").split(", ")))
+        for signature, kind, name, dtype, shape in _readme_signature_table()
+    }
+    assert len(documented) == 21
+    assert listed == documented
+
+
+def run_tool(*args):
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_tool_exports_a_training_checkpoint_over_an_existing_version(moved_export, batches, tmp_path):
+    base = tmp_path / "bert"
+    shutil.copytree(moved_export / "1", base / "1")
+    result = run_tool(
+        f"--bert_config_file={TRAIN_CONFIG}",
+        f"--init_checkpoint={TRAIN_CKPT}",
+        f"--vocab_file={VOCAB}",
+        f"--max_seq_length={MAX_SEQ_LENGTH}",
+        f"--export_dir={base}",
+        "--version=1",
+        "--overwrite",
+        "--notext_signatures",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Loaded 39 variables" in result.stdout  # BertModel: the heads are reported unused
+    assert "7 checkpoint weights are not used" in result.stdout
+    assert "93 optimizer/step entries were skipped" in result.stdout  # 46 adam_m, 46 adam_v, global_step
+    assert f"Exported {base / '1'}" in result.stdout
+    assert sorted(os.listdir(base)) == ["1"]
+
+    loaded = tf.saved_model.load(str(base / "1"))
+    assert sorted(loaded.signatures) == ["serving_default", "tf_example"]
+    batch = batches["b1"]
+    got = loaded.signatures["serving_default"](**{k: tf.constant(batch[k]) for k in ID_INPUTS})
+    weights = reference.load_checkpoint_weights(TRAIN_CKPT)
+    want = reference.reference_forward(
+        weights, BertConfig.from_json_file(TRAIN_CONFIG), *(batch[k] for k in ID_INPUTS)
+    )
+    for name in ENCODER_OUTPUTS:
+        diff = max_diff(got[name], want[name])
+        assert report(f"training checkpoint serving_default {name} - float64 reference", diff) <= 1e-5
+    # Replaced, not kept: the released checkpoint's outputs are another model's.
+    assert max_diff(got["pooled_output"], batch["pooled_output"]) > 1e-3
+
+
+def test_keras_file_exports_to_the_next_version_without_tensorflow_text(moved_export, batches, tmp_path):
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    model.save(tmp_path / "bert.keras")
+    base = tmp_path / "bert"
+    shutil.copytree(moved_export / "1", base / "1")
+
+    path, load_report = export_bert(
+        str(tmp_path / "bert.keras"), None, VOCAB, True, MAX_SEQ_LENGTH, str(base), text_signatures=False
+    )
+    assert path == str(base / "2") and load_report is None
+    assert sorted(os.listdir(base)) == ["1", "2"]
+
+    # serving_default and tf_example need no tensorflow-text: a process without it loads the export.
+    requests = {
+        key: columnar("serving_default", **{k: batches[key][k] for k in ID_INPUTS}) for key in mf.BATCHES
+    }
+    served = call_in_fresh_process(base / "2", requests, tmp_path, with_text=False)
+    assert list(served["modules"]) == []
+    for key in mf.BATCHES:
+        for name in ENCODER_OUTPUTS:
+            diff = max_diff(served[f"{key}/{name}"], batches[key][name])
+            assert report(f".keras export serving_default {key} {name} - original", diff) <= 1e-5
+
+
+def test_any_model_with_output_names_exports(batches, tmp_path):
+    """The fine-tuning tasks' path: a Keras model returning one tensor, named by `output_names`."""
+
+    class Classifier(keras.Model):
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, inputs):
+            return keras.ops.softmax(self.dense(self.bert(inputs)["pooled_output"]))
+
+    bert = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(bert, mf.GOOGLE_TINY_CKPT)
+    classifier = Classifier(bert)
+    inputs = {k: batches["b1"][k] for k in ID_INPUTS}
+    want = np.asarray(classifier(inputs))
+    path = export_saved_model(
+        classifier,
+        ["probabilities"],
+        VOCAB,
+        True,
+        MAX_SEQ_LENGTH,
+        str(tmp_path / "cls"),
+        text_signatures=False,
+    )
+    loaded = tf.saved_model.load(path)
+    got = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in inputs.items()})
+    assert list(got) == ["probabilities"]
+    np.testing.assert_allclose(got["probabilities"], want, atol=1e-6)
+    np.testing.assert_allclose(np.sum(want, axis=1), 1.0, atol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_seq_length=128"):
+        too_long = np.ones([1, MAX_SEQ_LENGTH + 1], np.int32)
+        loaded.signatures["serving_default"](input_ids=too_long, input_mask=too_long, segment_ids=too_long)
+
+
+def test_a_wrong_output_name_is_an_error_and_writes_nothing(tmp_path):
+    bert = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    with pytest.raises(ValueError, match="no outputs \\['logits'\\]"):
+        export_saved_model(bert, ["logits"], VOCAB, True, 16, str(tmp_path / "out"), text_signatures=False)
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_exporting_over_a_version_is_refused_before_loading(moved_export):
+    before = sorted(os.listdir(moved_export / "1"))
+    with pytest.raises(ValueError, match="already exists; pass --overwrite"):
+        export_bert(
+            mf.GOOGLE_TINY_CKPT, mf.GOOGLE_TINY_CONFIG, VOCAB, True, 128, str(moved_export), version=1
+        )
+    assert sorted(os.listdir(moved_export)) == ["1"]
+    assert sorted(os.listdir(moved_export / "1")) == before
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["vocab size", "max_seq_length", "missing checkpoint"],
+)
+def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
+    flags = {
+        "bert_config_file": mf.GOOGLE_TINY_CONFIG,
+        "init_checkpoint": mf.GOOGLE_TINY_CKPT,
+        "vocab_file": VOCAB,
+        "max_seq_length": "128",
+        "export_dir": str(tmp_path / "models" / "bert"),
+    }
+    if case == "vocab size":
+        with open(VOCAB, encoding="utf-8") as f:
+            (tmp_path / "small_vocab.txt").write_text("".join(f.readlines()[:1000]), encoding="utf-8")
+        flags["vocab_file"] = str(tmp_path / "small_vocab.txt")
+        expected = "small_vocab.txt: the vocabulary has 1000 tokens but the model's vocab_size is 30522"
+    elif case == "max_seq_length":
+        flags["max_seq_length"] = "513"
+        expected = "max_seq_length 513 is above the model's max_position_embeddings (512)"
+    else:
+        flags["init_checkpoint"] = str(tmp_path / "no_such" / "bert_model.ckpt")
+        expected = os.path.join("no_such", "bert_model.ckpt")
+    result = run_tool(*(f"--{k}={v}" for k, v in flags.items()))
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and expected in errors[0], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "models")
+
+
+def test_versions_count_up_from_one_past_other_names(tmp_path):
+    base = tmp_path / "models"
+    assert next_version(str(base)) == 1
+    for expected in ("1", "2"):
+        with versioned_directory(str(base)) as (tmp, final):
+            assert final == str(base / expected) and not os.path.exists(final)
+            (tmp_path / "marker").write_text(expected)
+            shutil.copy(tmp_path / "marker", os.path.join(tmp, "saved_model.pb"))
+        assert (base / expected / "saved_model.pb").read_text() == expected
+    (base / "7").mkdir()
+    (base / "abc").mkdir()
+    (base / "3.tmp").mkdir()
+    assert next_version(str(base)) == 8
+
+
+def test_an_existing_version_is_replaced_only_with_overwrite(tmp_path):
+    base = tmp_path / "models"
+    (base / "1").mkdir(parents=True)
+    (base / "1" / "saved_model.pb").write_text("old")
+    with pytest.raises(ValueError, match="1 already exists"), versioned_directory(str(base), version=1):
+        pytest.fail("the block must not run")
+    assert (base / "1" / "saved_model.pb").read_text() == "old"
+    with versioned_directory(str(base), version=1, overwrite=True) as (tmp, _):
+        with open(os.path.join(tmp, "saved_model.pb"), "w") as f:
+            f.write("new")
+        assert (base / "1" / "saved_model.pb").read_text() == "old"  # untouched until complete
+    assert sorted(os.listdir(base)) == ["1"]
+    assert os.listdir(base / "1") == ["saved_model.pb"]
+    assert (base / "1" / "saved_model.pb").read_text() == "new"
+
+
+def test_a_failed_export_leaves_nothing_behind(tmp_path):
+    base = tmp_path / "models"
+    with pytest.raises(RuntimeError), versioned_directory(str(base)) as (tmp, _):
+        with open(os.path.join(tmp, "saved_model.pb"), "w") as f:
+            f.write("half")
+        raise RuntimeError("interrupted")
+    assert not os.path.exists(base)  # created by the export, so removed with it
+    (base / "1").mkdir(parents=True)
+    with pytest.raises(RuntimeError), versioned_directory(str(base)):
+        raise RuntimeError("interrupted")
+    assert os.listdir(base) == ["1"]
