@@ -1,0 +1,119 @@
+"""The train step: gradient accumulation, XLA and mixed precision against the original's three
+steps (google_tiny_train); dynamic loss scaling; checkpoints that an interrupted save cannot
+corrupt."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf.training import checkpointing
+from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.pretraining import PretrainingTask
+from bert_tf.training.step import DynamicLossScale, TrainStep
+from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
+
+TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
+
+
+def _three_steps(dtype=None, loss_scale=None, **step_args):
+    config = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
+    task = PretrainingTask(config, dtype=dtype)
+    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
+    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
+    step = TrainStep(task, optimizer, tf.distribute.get_strategy(), loss_scale=loss_scale, **step_args)
+    batch = dict(np.load(os.path.join(TRAIN, "batch.npz")))
+    iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+    losses = []
+    for _ in range(3):
+        step.train(iterator, tf.constant(1))
+        losses.append(step.metrics.result()["loss"])
+        step.metrics.reset()
+    return task, optimizer, losses
+
+
+def _max_weight_difference(model):
+    reader = tf.train.load_checkpoint(os.path.join(TRAIN, "model.ckpt-3"))
+    return max(float(np.abs(w.numpy() - reader.get_tensor(w.path)).max()) for w in model.weights)
+
+
+@pytest.mark.parametrize("micro_batches", [2, 4])
+def test_gradient_accumulation_gives_the_large_batch_update(fixtures_dir, micro_batches):
+    """The original took these steps on batches of 4; 2 or 4 micro-batches reach its checkpoint."""
+    task, _, losses = _three_steps(gradient_accumulation_steps=micro_batches)
+    assert _max_weight_difference(task.model) <= 1e-6
+    assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
+
+
+def test_xla_step_reaches_the_originals_checkpoint(fixtures_dir):
+    task, _, losses = _three_steps(jit_compile=True)
+    assert _max_weight_difference(task.model) <= 1e-6
+    assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_steps_stay_close_to_float32(fixtures_dir, dtype):
+    loss_scale = DynamicLossScale() if dtype == "mixed_float16" else None
+    task, optimizer, losses = _three_steps(dtype=dtype, loss_scale=loss_scale)
+    assert all(w.dtype == "float32" for w in task.model.weights)
+    assert int(optimizer.iterations.numpy()) == 3
+    tolerance = 0.05 if dtype == "mixed_bfloat16" else 0.01
+    assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=tolerance)
+    # The updates happened (a skipped step would leave the weights of step 2's lr of 0 in place).
+    assert _max_weight_difference(task.model) <= 2e-3
+
+
+def test_dynamic_loss_scale_halves_on_overflow_and_grows_after_finite_steps():
+    scale = DynamicLossScale(initial_scale=8.0, growth_interval=3)
+    history = []
+    for finite in (True, True, False, True, True, True, True):
+        scale.update(tf.constant(finite))
+        history.append((float(scale.scale.numpy()), int(scale.good_steps.numpy())))
+    assert history == [(8.0, 1), (8.0, 2), (4.0, 0), (4.0, 1), (4.0, 2), (8.0, 0), (8.0, 1)]
+    floor = DynamicLossScale(initial_scale=1.0)
+    floor.update(tf.constant(False))
+    assert float(floor.scale.numpy()) == 1.0
+
+
+def test_overflowing_float16_step_is_skipped_not_applied(fixtures_dir):
+    """A loss scale so large that every float16 gradient overflows: the first step changes
+    nothing (weights and slots) and halves the scale; training goes on."""
+    task, optimizer, losses = _three_steps(
+        dtype="mixed_float16", loss_scale=DynamicLossScale(initial_scale=2.0**80)
+    )
+    assert losses[0] == pytest.approx(11.098242, abs=0.01)  # the loss itself is finite
+    assert int(optimizer.iterations.numpy()) == 3
+    reader = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    assert all(np.array_equal(w.numpy(), reader.get_tensor(w.path)) for w in task.model.weights)
+    assert all(not optimizer.slots(v)[0].numpy().any() for v in task.model.trainable_variables)
+
+
+def test_an_interrupted_save_leaves_the_previous_checkpoint_latest(fixtures_dir, tmp_path, monkeypatch):
+    task, optimizer, _ = _three_steps()
+    saver = checkpointing.TrainingCheckpoints(str(tmp_path), task.model, optimizer)
+    saver.save(3)
+    monkeypatch.setattr(checkpointing, "write_checkpoint", _crashing_write)
+    with pytest.raises(KeyboardInterrupt):
+        saver.save(4)
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    assert latest.endswith("model.ckpt-3")
+    reader = tf.train.load_checkpoint(latest)
+    assert int(reader.get_tensor("global_step")) == 3
+    assert len(reader.get_variable_to_shape_map()) == 46 * 3 + 1
+
+
+def _crashing_write(prefix, named_tensors):
+    """`write_checkpoint` killed after its data file is in place, before its index."""
+    tmp = prefix + ".tmp-test"
+    names = [name for name, _ in named_tensors]
+    tf.raw_ops.SaveV2(
+        prefix=tmp,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[t for _, t in named_tensors],
+    )
+    os.replace(tmp + ".data-00000-of-00001", prefix + ".data-00000-of-00001")
+    raise KeyboardInterrupt("killed before the index")
