@@ -26,7 +26,11 @@ test: install lint
 test-all: install
 	$(PY) -m pytest -q tests
 
-demo: install
+$(VENV)/.demo-installed: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,demo]'
+	touch $@
+
+demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
 bench: install

@@ -20,6 +20,8 @@ setup(
         "tensorboard==2.21.0",
     ],
     extras_require={
+        # `make demo` draws the pretraining loss curve; the package itself does not need it.
+        "demo": ["matplotlib==3.11.2"],
         "test": [
             "pytest==9.0.3",
             "hypothesis==6.155.2",

@@ -3,11 +3,16 @@
 1. Google checkpoint -> Keras, checked against the float64 reference (convert_checkpoint.py).
 2. Pretraining TFRecords from sample_text.txt (create_pretraining_data.py), then one batch of
    them read back and scored by the pretraining model (the MLM and NSP losses).
-3. Per-token features of a few sentences (extract_features.py).
+3. A tiny BERT pretrained from scratch on them for a few hundred steps (run_pretraining.py), its
+   loss curve drawn to out/demo/pretraining_loss.png.
+4. The trained model exported for TF Serving (export_saved_model.py) and asked about a sentence
+   through its raw-text signature.
+5. Per-token features of a few sentences (extract_features.py).
 Everything is written under out/demo/.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -68,6 +73,96 @@ def score_pretraining_batch(config_file, checkpoint, tfrecord):
     )
 
 
+# A BERT small enough to pretrain on a CPU in a minute or two.
+TINY_CONFIG = dict(
+    vocab_size=30522,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=256,
+    max_position_embeddings=128,
+    type_vocab_size=2,
+)
+
+
+def pretrain_tiny_bert(tfrecord, vocab):
+    """Pretrains TINY_CONFIG from scratch with run_pretraining.py; returns its output directory."""
+    from bert_tf import BertConfig
+
+    directory = os.path.join(OUT, "pretraining")
+    shutil.rmtree(directory, ignore_errors=True)  # the demo trains afresh, not resuming
+    os.makedirs(directory)
+    config_file = os.path.join(directory, "bert_config.json")
+    BertConfig(**TINY_CONFIG).to_json_file(config_file)
+    run_tool(
+        "run_pretraining.py",
+        f"--input_file={tfrecord}",
+        f"--output_dir={directory}",
+        f"--bert_config_file={config_file}",
+        "--do_train=True",
+        "--do_eval=True",
+        "--train_batch_size=16",
+        "--eval_batch_size=16",
+        "--max_seq_length=128",
+        "--max_predictions_per_seq=20",
+        "--num_train_steps=300",
+        "--num_warmup_steps=30",
+        "--learning_rate=1e-3",
+        "--save_checkpoints_steps=100",
+        "--iterations_per_loop=25",
+        "--max_eval_steps=4",
+        "--seed=12345",
+    )
+    with open(os.path.join(directory, "eval_results.txt")) as f:
+        print(f"\n{directory}/eval_results.txt:\n" + f.read())
+    plot_loss_curve(directory, os.path.join(OUT, "pretraining_loss.png"))
+    return directory
+
+
+def plot_loss_curve(directory, png):
+    """Draws the `loss` scalars of the TensorBoard events in `directory` (matplotlib, the demo extra)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import tensorflow as tf
+
+    steps, losses = [], []
+    for path in sorted(tf.io.gfile.glob(os.path.join(directory, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "loss":
+                    steps.append(event.step)
+                    losses.append(float(tf.make_ndarray(value.tensor)))
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    axes.plot(steps, losses, marker="o")
+    axes.set(xlabel="step", ylabel="loss (masked LM + next sentence)", title="Pretraining a tiny BERT")
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(png, dpi=100)
+    print(f"Loss {losses[0]:.3f} at step {steps[0]} -> {losses[-1]:.3f} at step {steps[-1]}; curve in {png}")
+
+
+def export_and_ask(pretraining_dir, vocab):
+    """Exports the pretrained model and calls its `text` signature, as a serving client would."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the text signature's ops)
+
+    export_dir = os.path.join(OUT, "export")
+    shutil.rmtree(export_dir, ignore_errors=True)
+    run_tool(
+        "export_saved_model.py",
+        f"--bert_config_file={pretraining_dir}/bert_config.json",
+        f"--init_checkpoint={pretraining_dir}",
+        f"--vocab_file={vocab}",
+        "--max_seq_length=128",
+        f"--export_dir={export_dir}",
+    )
+    served = tf.saved_model.load(os.path.join(export_dir, "1"))
+    outputs = served.signatures["text"](text=tf.constant(["The man went to the store."]))
+    print(f"text signature: pooled_output {outputs['pooled_output'].shape}, sequence_output {outputs['sequence_output'].shape}")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     config_file, checkpoint = tiny_google_checkpoint()
@@ -94,6 +189,9 @@ def main():
         "--dupe_factor=5",
     )
     score_pretraining_batch(config_file, checkpoint, tfrecord)
+
+    pretraining_dir = pretrain_tiny_bert(tfrecord, vocab)
+    export_and_ask(pretraining_dir, vocab)
 
     run_tool(
         "extract_features.py",
