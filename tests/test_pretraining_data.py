@@ -73,6 +73,44 @@ def test_whole_word_masking_reproduces_the_original_output(tmp_path):
     assert read_bytes(output) == read_bytes(ORIGINAL_WWM)
 
 
+@pytest.mark.parametrize(
+    "name, max_seq_length, max_predictions_per_seq",
+    [("original_chars_s3", 128, 20), ("original_chars_p0_s3", 16, 0)],
+)
+def test_a_character_vocabulary_reproduces_the_original_output(
+    tmp_path, name, max_seq_length, max_predictions_per_seq
+):
+    # tests/data/README.md gives the original's commands: a 78-entry vocab, and no masked LM.
+    output = str(tmp_path / "chars.tfrecord")
+    create_pretraining_data(
+        os.path.join(REPO, "tools", "demo_data", "sample_text.txt"),
+        output,
+        PretrainingDataOptions(
+            vocab_file=os.path.join(REPO, "tests", "data", "char_vocab.txt"),
+            max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
+            random_seed=3,
+            dupe_factor=1,
+        ),
+    )
+    original = os.path.join(REPO, "tests", "data", f"{name}.tfrecord")
+    assert pf.read_records(output) == pf.read_records(original)
+    assert read_bytes(output) == read_bytes(original)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"max_seq_length": 4}, "--max_seq_length must be at least 5, got 4"),
+        ({"max_predictions_per_seq": -1}, "--max_predictions_per_seq must be at least 0, got -1"),
+    ],
+)
+def test_what_the_original_cannot_run_is_an_error(fixtures_dir, tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "o"), options(**overrides))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_outputs_are_written_round_robin(fixtures_dir, tmp_path):
     a, b = str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")
     summary = create_pretraining_data(pf.SAMPLE_TEXT, f"{a},{b}", options())

@@ -44,11 +44,17 @@ class PretrainingDataOptions:
     short_seq_prob: float = 0.1
 
     def validate(self):
+        """Rejects what the original cannot run: below 5 tokens a pair does not fit beside
+        `[CLS] [SEP] [SEP]`, and it fails on negative predictions (0 means no masked LM).
+
+        Raises:
+          ValueError: The message names the flag.
+        """
         if self.max_seq_length < 5:
             raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
-        if self.max_predictions_per_seq < 1:
+        if self.max_predictions_per_seq < 0:
             raise ValueError(
-                f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}"
+                f"--max_predictions_per_seq must be at least 0, got {self.max_predictions_per_seq}"
             )
         if self.dupe_factor < 1:
             raise ValueError(f"--dupe_factor must be positive, got {self.dupe_factor}")
