@@ -11,13 +11,13 @@ import os
 import keras
 import numpy as np
 
+from bert_tf import files
 from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import (
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from bert_tf import files
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
 

@@ -84,19 +84,19 @@ class CorpusBuilder:
             self._open_segments = 0
 
     def add_file(self, path, start=0, end=None):
-        """Adds the lines of `path` (of its byte range [start, end) if given).
+        """Adds the lines of `path`, local or not (of the lines starting in its byte range
+        [start, end) if given).
 
         The end of a file ends the document being read, as in the original, where documents
         never continue across files.
         """
         with open_file(path, "rb") as reader:
             reader.seek(start)
-            position = start
             for raw in reader:
-                if end is not None and position >= end:
-                    break
-                position += len(raw)
                 self.add_line(raw.decode("utf-8", "ignore"))
+                # The offset, not a sum of line lengths: tf.io.gfile drops the "\r" of "\r\n".
+                if end is not None and reader.tell() >= end:
+                    break
         self.end_document()
 
     def build(self):

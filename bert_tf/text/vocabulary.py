@@ -63,7 +63,7 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS
 def write_vocab(tokens, path):
     """Writes one token a line through a temporary file renamed into place."""
     with atomic_output(path) as tmp, open_file(tmp, "w") as writer:
-        writer.writelines(token + "\n" for token in tokens)
+        writer.write("".join(token + "\n" for token in tokens))
 
 
 def build_vocab(
