@@ -17,6 +17,7 @@ setup(
         "tensorflow-text==2.21.1",
         "numpy>=1.26,<2.5",
         "absl-py>=2.1,<3",
+        "tensorboard==2.21.0",
     ],
     extras_require={
         "test": [

@@ -50,12 +50,17 @@ def _without_cpp_log_lines():
                 sys.stderr.flush()
 
 
+class JobError(Exception):
+    """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
+
+
 def run(main):
     """Runs `main(argv)` as an absl program and exits with its status.
 
     TensorFlow is imported before `main` runs (quietly, see the module doc). A `ValueError`
     (bert_tf's error for bad input: its message names the file, flag or variable) is printed as
-    `error: <message>` on stderr with exit status 2, without a traceback.
+    `error: <message>` on stderr with exit status 2, without a traceback; a `JobError`
+    likewise, with exit status 1.
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
@@ -70,6 +75,9 @@ def run(main):
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             status = 2
+        except JobError as e:
+            print(f"error: {e}", file=sys.stderr)
+            status = 1
         sys.exit(status or 0)
 
     app.run(checked_main)

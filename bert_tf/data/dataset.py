@@ -38,12 +38,14 @@ def make_pretraining_dataset(
     shuffle_buffer_size=100,
     drop_remainder=True,
     seed=None,
+    repeat=None,
 ):
     """Batches of pretraining features from TFRecord files.
 
     Training: the files are sharded over input pipelines (`input_context`), shuffled and
     repeated, read `num_parallel_reads` at a time interleaved, and the records shuffled.
-    Evaluation: the files in order, once.
+    Evaluation: the files in order (repeated if `repeat`). With fewer files than input
+    pipelines, the records are sharded instead of the files.
 
     Args:
       input_patterns: A glob pattern, a comma-separated string of them, or a list.
@@ -55,6 +57,8 @@ def make_pretraining_dataset(
       shuffle_buffer_size: Records shuffle buffer (training).
       drop_remainder: Drop a last partial batch (static shapes, as TPUs need).
       seed: Shuffle seed, for reproducible order.
+      repeat: Repeat the input forever; None means `is_training` (the original's evaluation
+        repeats too, and stops after `--max_eval_steps` batches).
 
     Returns:
       A `tf.data.Dataset` of dicts: int32 `input_ids`, `input_mask`, `segment_ids` [B, S],
@@ -70,20 +74,30 @@ def make_pretraining_dataset(
     if not files:
         raise ValueError(f"no TFRecord file matches {', '.join(input_patterns)}")
 
+    repeat = is_training if repeat is None else repeat
+    pipelines = input_context.num_input_pipelines if input_context is not None else 1
+    shard = input_context.input_pipeline_id if input_context is not None else 0
+    shard_files = pipelines > 1 and len(files) >= pipelines
     dataset = tf.data.Dataset.from_tensor_slices(files)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if shard_files:
+        dataset = dataset.shard(pipelines, shard)
     if is_training:
-        dataset = dataset.shuffle(len(files), seed=seed).repeat()
+        dataset = dataset.shuffle(len(files), seed=seed)
+    if repeat:
+        dataset = dataset.repeat()
+    if is_training:
         dataset = dataset.interleave(
             tf.data.TFRecordDataset,
             cycle_length=min(num_parallel_reads, len(files)),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=seed is not None,
         )
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
     else:
-        dataset = tf.data.TFRecordDataset(dataset)
+        dataset = dataset.flat_map(tf.data.TFRecordDataset)
+    if pipelines > 1 and not shard_files:
+        dataset = dataset.shard(pipelines, shard)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(
         lambda records: decode_records(records, max_seq_length, max_predictions_per_seq),

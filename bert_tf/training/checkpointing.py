@@ -1,0 +1,174 @@
+"""Training checkpoints in the original's layout, with the input position kept beside them.
+
+`<output_dir>/model.ckpt-<step>` is what the original's Estimator writes: every weight under its
+Google name, `<weight>/adam_m` and `<weight>/adam_v` for every trainable weight, and int64
+`global_step`, with the `checkpoint` state file naming the latest. The original's code, and
+`tf.train.load_checkpoint`, read it as they read their own.
+
+Beside it, `<output_dir>/input_state/model.ckpt-<step>.worker-<k>` holds what exact resumption
+needs beyond the original's state, per worker: the tf.data iterator position (shuffle buffers
+included) and the dynamic loss scale.
+
+A checkpoint becomes the latest only when the state file names it, and the state file is
+rewritten (atomically) after every file of the checkpoint is in place: a process killed at any
+moment leaves `tf.train.latest_checkpoint` naming a complete checkpoint (or none).
+"""
+
+import logging
+import os
+import re
+
+import tensorflow as tf
+
+from bert_tf.checkpoints import load_google_checkpoint
+from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
+from bert_tf.files import atomic_output, exists, glob, makedirs, remove, rename
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "model.ckpt"
+INPUT_STATE_DIR = "input_state"
+
+
+def checkpoint_step(prefix):
+    """The step in a `.../model.ckpt-<step>` prefix, or None."""
+    match = re.search(r"-(\d+)$", prefix)
+    return int(match.group(1)) if match else None
+
+
+class TrainingCheckpoints:
+    """Saves and restores the training state of a model and its optimizer in `directory`.
+
+    Args:
+      directory: The output directory.
+      model: The Keras model (weights under their Google names).
+      optimizer: An optimizer with `slots(variable)` and `slot_names` (e.g. `AdamWeightDecay`),
+        built on `model.trainable_variables`.
+      keep_checkpoint_max: Checkpoints kept (older ones deleted); 0 keeps all.
+      input_state: Trackables saved per worker beside each checkpoint (e.g.
+        `{"iterator": iterator}`); restored when present.
+      worker_index: This worker's index (its input state file).
+      is_chief: Whether this worker writes the model checkpoint and the state file.
+      barrier: Called between the per-worker writes and the chief's state-file update, so
+        that every worker's input state exists before the checkpoint is named latest.
+    """
+
+    def __init__(
+        self,
+        directory,
+        model,
+        optimizer,
+        keep_checkpoint_max=5,
+        input_state=None,
+        worker_index=0,
+        is_chief=True,
+        barrier=None,
+    ):
+        self.directory = directory
+        self.model = model
+        self.optimizer = optimizer
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.input_state = input_state or {}
+        self.worker_index = worker_index
+        self.is_chief = is_chief
+        self.barrier = barrier or (lambda: None)
+
+    def latest(self):
+        """The prefix of the latest checkpoint in the directory, or None."""
+        return tf.train.latest_checkpoint(self.directory)
+
+    def _input_state_prefix(self, prefix):
+        name = f"{os.path.basename(prefix)}.worker-{self.worker_index}"
+        return os.path.join(self.directory, INPUT_STATE_DIR, name)
+
+    def _named_tensors(self, step):
+        tensors = [(w.path, w.value) for w in self.model.weights]
+        for variable in self.model.trainable_variables:
+            for slot_name, slot in zip(
+                self.optimizer.slot_names, self.optimizer.slots(variable), strict=True
+            ):
+                tensors.append((f"{variable.path}/{slot_name}", slot.value))
+        tensors.append(("global_step", tf.constant(step, tf.int64)))
+        return tensors
+
+    def save(self, step):
+        """Writes `model.ckpt-<step>` (chief) and this worker's input state, then names it latest.
+
+        Returns:
+          The checkpoint prefix.
+        """
+        prefix = os.path.join(self.directory, f"{CHECKPOINT_NAME}-{step}")
+        if self.is_chief:
+            write_checkpoint(prefix, self._named_tensors(step))
+        if self.input_state:
+            state_prefix = self._input_state_prefix(prefix)
+            makedirs(os.path.dirname(state_prefix))
+            tmp = f"{state_prefix}.tmp-{os.getpid()}"
+            written = tf.train.Checkpoint(**self.input_state).write(tmp)
+            # Data files first, the index last: the state exists once its index does.
+            for path in sorted(glob(written + ".*"), key=lambda p: p.endswith(".index")):
+                rename(path, state_prefix + path[len(written) :])
+        self.barrier()
+        if self.is_chief:
+            self._update_state_file(prefix)
+        return prefix
+
+    def _update_state_file(self, prefix):
+        state = tf.train.get_checkpoint_state(self.directory)
+        names = [os.path.basename(p) for p in (state.all_model_checkpoint_paths if state else [])]
+        name = os.path.basename(prefix)
+        names = [n for n in names if n != name] + [name]
+        kept = names[-self.keep_checkpoint_max :] if self.keep_checkpoint_max else names
+        # The CheckpointState text proto, with names relative to the directory (so it can be
+        # moved), under a temporary name renamed into place.
+        lines = [f'model_checkpoint_path: "{name}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in kept]
+        with atomic_output(os.path.join(self.directory, "checkpoint")) as tmp, open(tmp, "w") as writer:
+            writer.write("\n".join(lines) + "\n")
+        for old in names:
+            if old not in kept:
+                for path in glob(os.path.join(self.directory, old + ".*")) + glob(
+                    os.path.join(self.directory, INPUT_STATE_DIR, old + ".worker-*")
+                ):
+                    remove(path)
+
+    def restore(self, prefix):
+        """Restores weights, optimizer slots, the step and (if saved) this worker's input state.
+
+        A checkpoint without slots (a released one copied into the output directory) starts
+        the slots at zero; one without input state (the original's own) starts the input afresh.
+
+        Returns:
+          The restored step.
+
+        Raises:
+          ValueError: The checkpoint does not fit the model (names the variable and shapes).
+        """
+        load_google_checkpoint(self.model, prefix)
+        reader = open_checkpoint(prefix)
+        names = reader.get_variable_to_shape_map()
+        missing = []
+        for variable in self.model.trainable_variables:
+            for slot_name, slot in zip(
+                self.optimizer.slot_names, self.optimizer.slots(variable), strict=True
+            ):
+                name = f"{variable.path}/{slot_name}"
+                if name in names:
+                    slot.assign(reader.get_tensor(name))
+                else:
+                    slot.assign(tf.zeros_like(slot))
+                    missing.append(name)
+        if missing:
+            logger.warning(
+                "%s has no optimizer slots for %d variables; they start at zero", prefix, len(missing)
+            )
+        step = (
+            int(reader.get_tensor("global_step")) if "global_step" in names else checkpoint_step(prefix) or 0
+        )
+        self.optimizer.iterations.assign(step)
+        state_prefix = self._input_state_prefix(prefix)
+        if self.input_state and exists(state_prefix + ".index"):
+            tf.train.Checkpoint(**self.input_state).read(state_prefix).assert_existing_objects_matched()
+            logger.info("Resumed the input where %s left it", prefix)
+        elif self.input_state:
+            logger.info("%s has no input state: the input starts afresh", prefix)
+        return step

@@ -1,0 +1,247 @@
+"""The outer training and evaluation loops: restore or initialise, run blocks of steps, log, save.
+
+`train` resumes automatically: with a checkpoint in the output directory it continues from it
+(weights, optimizer slots, step, input position), else it initialises the weights from
+`init_checkpoint` (weights only, as the original: slots and step start afresh). It runs blocks
+of up to `iterations_per_loop` steps in one `tf.function` call, reads the metrics only between
+blocks, logs a progress line and TensorBoard scalars, saves every `save_checkpoints_steps` steps
+and at the end, and stops with a one-line error naming the step if a loss is not finite (the
+last checkpoint on disk stays the latest). Running again with a larger `num_train_steps`
+continues to the new total, as the original's Estimator does.
+"""
+
+import dataclasses
+import logging
+import os
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.checkpoints import load_google_checkpoint
+from bert_tf.checkpoints.google import open_checkpoint
+from bert_tf.cli import JobError
+from bert_tf.files import atomic_output
+from bert_tf.training.checkpointing import TrainingCheckpoints
+from bert_tf.training.step import EvalStep, TrainStep
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class LoopConfig:
+    """What the loops need besides the task, the optimizer and the input.
+
+    Attributes:
+      output_dir: Checkpoints, `eval_results.txt` and TensorBoard events go here.
+      num_train_steps: Total optimizer steps (a resumed run continues to this total).
+      global_batch_size: Examples per step over all replicas (for examples/s).
+      init_checkpoint: Weights to start from when `output_dir` has no checkpoint.
+      save_checkpoints_steps: Save every this many steps (and at the end).
+      iterations_per_loop: Steps per `tf.function` call (the original's TPU loop); metrics
+        are logged after each call.
+      keep_checkpoint_max: Checkpoints kept; 0 keeps all.
+      gradient_reduction: "global" or "tpu_original" (`bert_tf.training.step`).
+      gradient_accumulation_steps: Micro-batches per step.
+      jit_compile: XLA for the forward and backward pass.
+    """
+
+    output_dir: str
+    num_train_steps: int
+    global_batch_size: int
+    init_checkpoint: str = None
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    keep_checkpoint_max: int = 5
+    gradient_reduction: str = "global"
+    gradient_accumulation_steps: int = 1
+    jit_compile: bool = False
+
+
+class TrainingStopped(JobError):
+    """Training stopped on a non-finite loss or gradient."""
+
+
+def _format_duration(seconds):
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class _ProgressLog:
+    """`step 200/1,000 | loss 6.4123 | lr 8.00e-05 | 1,234 examples/s | ETA 0:01:05` on stderr."""
+
+    def __init__(self, total_steps, global_batch_size, stream=None):
+        self.total_steps = total_steps
+        self.global_batch_size = global_batch_size
+        self.stream = stream or sys.stderr
+
+    def line(self, step, loss, learning_rate, examples_per_second):
+        remaining = (self.total_steps - step) * self.global_batch_size / max(examples_per_second, 1e-9)
+        return (
+            f"step {step:,}/{self.total_steps:,} | loss {loss:.4f} | lr {learning_rate:.2e} | "
+            f"{examples_per_second:,.0f} examples/s | ETA {_format_duration(remaining)}"
+        )
+
+    def show(self, *args):
+        self.stream.write(self.line(*args) + "\n")
+        self.stream.flush()
+
+
+def initialise_weights(model, init_checkpoint):
+    """Loads `init_checkpoint`'s weights into `model` (those it has; heads it lacks stay random).
+
+    Raises:
+      ValueError: The checkpoint does not fit the config (names the variable and shapes).
+    """
+    report = load_google_checkpoint(model, init_checkpoint, strict=False)
+    logger.info("%s", report)
+    return report
+
+
+def train(task, optimizer, distribution, dataset, config, loss_scale=None):
+    """Trains `task.model` to `config.num_train_steps` steps.
+
+    Args:
+      task: The task (see `bert_tf.training.step.TrainStep`); its model and `optimizer` were
+        built under `distribution.strategy.scope()`.
+      optimizer: The Keras optimizer (its `iterations` is the global step).
+      distribution: A `bert_tf.training.distribution.Distribution`.
+      dataset: This worker's `tf.data.Dataset` of worker batches (repeating).
+      config: A `LoopConfig`.
+      loss_scale: A `DynamicLossScale` for mixed_float16, else None.
+
+    Returns:
+      The metrics of the last block of steps (`{name: float}`), plus `global_step`.
+
+    Raises:
+      TrainingStopped: A loss or gradient was not finite; the message names the step.
+    """
+    strategy = distribution.strategy
+    iterator = iter(dataset)
+    step_fn = TrainStep(
+        task,
+        optimizer,
+        strategy,
+        distribution.num_local_replicas,
+        config.gradient_reduction,
+        config.gradient_accumulation_steps,
+        loss_scale=loss_scale,
+        jit_compile=config.jit_compile,
+    )
+    input_state = {"iterator": iterator}
+    if loss_scale is not None:
+        input_state.update(loss_scale=loss_scale.scale, loss_scale_good_steps=loss_scale.good_steps)
+    checkpoints = TrainingCheckpoints(
+        config.output_dir,
+        task.model,
+        optimizer,
+        config.keep_checkpoint_max,
+        input_state,
+        distribution.worker_index,
+        distribution.is_chief,
+        distribution.barrier,
+    )
+    latest = checkpoints.latest()
+    if latest:
+        step = checkpoints.restore(latest)
+        logger.info("Resuming from %s (step %d)", latest, step)
+    else:
+        if config.init_checkpoint:
+            initialise_weights(task.model, config.init_checkpoint)
+        step = 0
+    results = {"global_step": step}
+    if step >= config.num_train_steps:
+        logger.info(
+            "Step %d already reaches --num_train_steps=%d: nothing to train", step, config.num_train_steps
+        )
+        return results
+
+    writer = tf.summary.create_file_writer(config.output_dir) if distribution.is_chief else None
+    progress = _ProgressLog(config.num_train_steps, config.global_batch_size)
+    logger.info(
+        "Training from step %d to %d, %d examples per step on %d replicas",
+        step,
+        config.num_train_steps,
+        config.global_batch_size,
+        distribution.num_replicas,
+    )
+    while step < config.num_train_steps:
+        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+        block = min(config.iterations_per_loop, config.num_train_steps - step, next_save - step)
+        start = time.monotonic()
+        step_fn.train(iterator, tf.constant(block, tf.int32))
+        failed = int(step_fn.nonfinite_step.numpy())
+        if failed >= 0:
+            raise TrainingStopped(
+                f"step {failed}: the loss or its gradient is NaN or infinite; training stopped. "
+                f"The latest checkpoint is {latest or 'none (no checkpoint was saved yet)'}; "
+                "check the input data and the learning rate"
+            )
+        step = int(optimizer.iterations.numpy())
+        examples_per_second = block * config.global_batch_size / (time.monotonic() - start)
+        results = dict(step_fn.metrics.result(), global_step=step)
+        step_fn.metrics.reset()
+        learning_rate = float(optimizer.learning_rate.numpy())
+        if distribution.is_chief:
+            progress.show(step, results["loss"], learning_rate, examples_per_second)
+            scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)
+            if loss_scale is not None:
+                scalars["loss_scale"] = float(loss_scale.scale.numpy())
+            with writer.as_default(step=step):
+                for name, value in scalars.items():
+                    if name != "global_step":
+                        tf.summary.scalar(name, value)
+            writer.flush()
+        if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+            latest = checkpoints.save(step)
+            logger.info("Saved %s", latest)
+    return results
+
+
+def evaluate(task, distribution, dataset, output_dir, max_eval_steps, init_checkpoint=None):
+    """Evaluates the latest checkpoint in `output_dir` (else `init_checkpoint`) on `max_eval_steps`
+    batches and writes `eval_results.txt` as the original (`key = value`, keys sorted).
+
+    Args:
+      task: The task; its model was built under the strategy's scope.
+      distribution: A `Distribution`.
+      dataset: This worker's repeating `tf.data.Dataset` of eval batches.
+      output_dir: Where the checkpoints are and the results go.
+      max_eval_steps: Batches to evaluate.
+      init_checkpoint: Used when `output_dir` has no checkpoint, as the original's Estimator
+        evaluates its initialisation then.
+
+    Returns:
+      `{"global_step": int, "loss": float, <task metrics>: float}`.
+    """
+    prefix = tf.train.latest_checkpoint(output_dir)
+    if prefix:
+        load_google_checkpoint(task.model, prefix)
+    elif init_checkpoint:
+        prefix = init_checkpoint
+        initialise_weights(task.model, init_checkpoint)
+    else:
+        logger.warning("No checkpoint in %s and no --init_checkpoint: evaluating random weights", output_dir)
+    global_step = 0
+    if prefix:
+        reader = open_checkpoint(prefix)
+        if reader.has_tensor("global_step"):
+            global_step = int(reader.get_tensor("global_step"))
+    eval_step = EvalStep(task, distribution.strategy, distribution.num_local_replicas)
+    eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
+    results = dict(eval_step.metrics.result(), global_step=global_step)
+    if distribution.is_chief:
+        write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+    return results
+
+
+def write_eval_results(results, path):
+    """Writes `key = value` lines, keys sorted, values as the original's estimator prints them."""
+    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+        for key in sorted(results):
+            value = results[key]
+            value = value if isinstance(value, int) else np.float32(value)
+            writer.write(f"{key} = {value}\n")
+    for key in sorted(results):
+        logger.info("  %s = %s", key, results[key])

@@ -1,0 +1,262 @@
+"""The pretraining task of the original's `run_pretraining.py`: model, losses, metrics, input.
+
+The loss is the original's `total_loss = masked_lm_loss + next_sentence_loss`, with
+`masked_lm_loss = sum(w * nll) / (sum(w) + 1e-5)` over the masked positions and
+`next_sentence_loss` the mean over the batch. The step (`bert_tf.training.step`) needs it as
+terms `numerator / (denominator + epsilon)` to normalise over the global batch; the eval metrics
+are the original's `metric_fn`: masked-LM accuracy and mean loss weighted by `masked_lm_weights`,
+next-sentence accuracy and mean loss.
+
+The losses and metrics are written in `keras.ops` (they run on the JAX backend too); the input
+side (`pretraining_dataset`, `check_records`) is TensorFlow.
+"""
+
+import dataclasses
+
+from keras import ops
+
+from bert_tf.modeling import BertPretrainer, masked_lm_loss, next_sentence_loss
+
+METRIC_NAMES = ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy")
+
+
+class PretrainingTask:
+    """The masked-LM and next-sentence task on a `BertPretrainer`.
+
+    Args:
+      config: A `BertConfig`.
+      dtype: The model's dtype policy (e.g. "mixed_bfloat16"); None for the global policy.
+    """
+
+    metric_names = METRIC_NAMES
+    # Added to each global denominator: the original's 1e-5 for the masked LM, none for the mean.
+    loss_epsilons = (1e-5, 0.0)
+
+    def __init__(self, config, dtype=None):
+        self.config = config
+        self.model = BertPretrainer(config, dtype=dtype)
+
+    @staticmethod
+    def loss_denominators(batch):
+        """`[sum(masked_lm_weights), rows]`: what the loss terms are divided by."""
+        weights = ops.cast(batch["masked_lm_weights"], "float32")
+        rows = ops.cast(ops.shape(batch["next_sentence_labels"])[0], "float32")
+        return [ops.sum(weights), rows]
+
+    @staticmethod
+    def loss_terms(outputs, batch):
+        """The loss numerators and the metric terms of one batch.
+
+        Args:
+          outputs: `BertPretrainer` outputs.
+          batch: The features of `bert_tf.data.make_pretraining_dataset`.
+
+        Returns:
+          (`[sum(w * mlm_nll), sum(nsp_nll)]`, `{metric: (numerator, denominator)}`).
+        """
+        weights = ops.cast(ops.reshape(batch["masked_lm_weights"], (-1,)), "float32")
+        mlm_log_probs = outputs["masked_lm_log_probs"]
+        _, mlm_nll = masked_lm_loss(mlm_log_probs, batch["masked_lm_ids"], batch["masked_lm_weights"])
+        nsp_log_probs = outputs["next_sentence_log_probs"]
+        _, nsp_nll = next_sentence_loss(nsp_log_probs, batch["next_sentence_labels"])
+
+        mlm_ids = ops.cast(ops.reshape(batch["masked_lm_ids"], (-1,)), "int32")
+        mlm_correct = ops.cast(ops.argmax(mlm_log_probs, axis=-1) == mlm_ids, "float32")
+        nsp_labels = ops.cast(ops.reshape(batch["next_sentence_labels"], (-1,)), "int32")
+        nsp_correct = ops.cast(ops.argmax(nsp_log_probs, axis=-1) == nsp_labels, "float32")
+        rows = ops.cast(ops.shape(nsp_nll)[0], "float32")
+
+        mlm_sum, nsp_sum = ops.sum(weights * mlm_nll), ops.sum(nsp_nll)
+        metrics = {
+            "masked_lm_loss": (mlm_sum, ops.sum(weights)),
+            "masked_lm_accuracy": (ops.sum(weights * mlm_correct), ops.sum(weights)),
+            "next_sentence_loss": (nsp_sum, rows),
+            "next_sentence_accuracy": (ops.sum(nsp_correct), rows),
+        }
+        return [mlm_sum, nsp_sum], metrics
+
+
+def check_records(input_files, max_seq_length, max_predictions_per_seq):
+    """Checks that the first record of the first file has the lengths the flags say.
+
+    Raises:
+      ValueError: The record's `input_ids` or `masked_lm_positions` length differs from
+        `--max_seq_length` / `--max_predictions_per_seq`, or the file holds no record; the
+        message names the file and both values.
+    """
+    import tensorflow as tf
+
+    path = input_files[0]
+    try:
+        record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except tf.errors.OpError as e:
+        raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
+    if record is None:
+        raise ValueError(f"{path}: the file holds no record")
+    example = tf.train.Example.FromString(record.numpy())
+    features = example.features.feature
+    for name, flag, expected in (
+        ("input_ids", "max_seq_length", max_seq_length),
+        ("masked_lm_positions", "max_predictions_per_seq", max_predictions_per_seq),
+    ):
+        if name not in features:
+            raise ValueError(f"{path}: not pretraining data (its records have no {name!r} feature)")
+        found = len(features[name].int64_list.value)
+        if found != expected:
+            raise ValueError(
+                f"{path}: records have {name} of length {found} but --{flag}={expected}; "
+                f"pass --{flag}={found} (the value the data was created with)"
+            )
+
+
+@dataclasses.dataclass
+class PretrainingOptions:
+    """The flags of `tools/run_pretraining.py`: the original's, then bert_tf's own."""
+
+    bert_config_file: str
+    input_file: str
+    output_dir: str
+    init_checkpoint: str = None
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    do_train: bool = False
+    do_eval: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    max_eval_steps: int = 100
+    strategy: str = "default"
+    tpu_name: str = None
+    tpu_zone: str = None
+    gcp_project: str = None
+    master: str = None
+    num_tpu_cores: int = 8
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    gradient_reduction: str = "global"
+    optimizer: str = "adamw"
+    seed: int = None
+    keep_checkpoint_max: int = 5
+
+
+MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def _validate(options):
+    if not (options.do_train or options.do_eval):
+        raise ValueError("at least one of --do_train or --do_eval must be True")
+    if options.mixed_precision not in MIXED_PRECISION:
+        expected = ", ".join(MIXED_PRECISION)
+        raise ValueError(f"--mixed_precision: expected one of {expected}, got {options.mixed_precision!r}")
+    for flag in (
+        "num_train_steps",
+        "save_checkpoints_steps",
+        "iterations_per_loop",
+        "max_eval_steps",
+        "gradient_accumulation_steps",
+    ):
+        if getattr(options, flag) < 1:
+            raise ValueError(f"--{flag} must be at least 1, got {getattr(options, flag)}")
+    if options.num_warmup_steps < 0:
+        raise ValueError(f"--num_warmup_steps must be >= 0, got {options.num_warmup_steps}")
+
+
+def run_pretraining(options):
+    """Trains and/or evaluates as the original's `run_pretraining.py` (`tools/run_pretraining.py`).
+
+    Every check of the input (files, record lengths, config against the checkpoint, batch
+    sizes) runs before the first step.
+
+    Returns:
+      `{"train": metrics or None, "eval": metrics or None}`.
+
+    Raises:
+      ValueError: Bad flags or input, naming the flag or file.
+      bert_tf.training.loop.TrainingStopped: A non-finite loss.
+    """
+    import keras
+
+    from bert_tf.config import BertConfig
+    from bert_tf.data import make_pretraining_dataset
+    from bert_tf.files import expand_input_patterns, makedirs
+    from bert_tf.training import loop
+    from bert_tf.training.distribution import create_distribution
+    from bert_tf.training.optimization import create_optimizer
+    from bert_tf.training.step import DynamicLossScale
+
+    _validate(options)
+    config = BertConfig.from_json_file(options.bert_config_file)
+    if options.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length={options.max_seq_length} is longer than the config's "
+            f"max_position_embeddings ({config.max_position_embeddings})"
+        )
+    input_files = expand_input_patterns(options.input_file)
+    check_records(input_files, options.max_seq_length, options.max_predictions_per_seq)
+    distribution = create_distribution(
+        options.strategy, options.tpu_name, options.tpu_zone, options.gcp_project, options.master
+    )
+    if options.do_train:
+        distribution.check_batch_size(
+            "train_batch_size", options.train_batch_size, options.gradient_accumulation_steps
+        )
+    if options.do_eval:
+        distribution.check_batch_size("eval_batch_size", options.eval_batch_size)
+    makedirs(options.output_dir)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    dtype = None if options.mixed_precision == "float32" else options.mixed_precision
+
+    def dataset(batch_size, is_training):
+        return make_pretraining_dataset(
+            input_files,
+            batch_size // distribution.num_workers,
+            options.max_seq_length,
+            options.max_predictions_per_seq,
+            is_training=is_training,
+            input_context=distribution.input_context(),
+            seed=options.seed,
+            repeat=True,
+        )
+
+    results = {"train": None, "eval": None}
+    strategy = distribution.strategy
+    if options.do_train:
+        with strategy.scope():
+            task = PretrainingTask(config, dtype=dtype)
+            optimizer = create_optimizer(
+                options.optimizer, options.learning_rate, options.num_train_steps, options.num_warmup_steps
+            )
+            loss_scale = DynamicLossScale() if options.mixed_precision == "mixed_float16" else None
+        loop_config = loop.LoopConfig(
+            output_dir=options.output_dir,
+            num_train_steps=options.num_train_steps,
+            global_batch_size=options.train_batch_size,
+            init_checkpoint=options.init_checkpoint,
+            save_checkpoints_steps=options.save_checkpoints_steps,
+            iterations_per_loop=options.iterations_per_loop,
+            keep_checkpoint_max=options.keep_checkpoint_max,
+            gradient_reduction=options.gradient_reduction,
+            gradient_accumulation_steps=options.gradient_accumulation_steps,
+            jit_compile=options.jit_compile,
+        )
+        results["train"] = loop.train(
+            task, optimizer, distribution, dataset(options.train_batch_size, True), loop_config, loss_scale
+        )
+    if options.do_eval:
+        with strategy.scope():
+            task = PretrainingTask(config, dtype=dtype)
+        results["eval"] = loop.evaluate(
+            task,
+            distribution,
+            dataset(options.eval_batch_size, False),
+            options.output_dir,
+            options.max_eval_steps,
+            options.init_checkpoint,
+        )
+    return results

@@ -1,0 +1,190 @@
+"""The train step on several replicas: MirroredStrategy on 2 logical CPU devices (both gradient
+reductions) and MultiWorkerMirroredStrategy on 2 worker processes, each against a NumPy
+re-derivation of the reduction, the clipping and the AdamWeightDecay update
+(`tests/training_reference.py`), with clipping active (the gradient norm is about 3).
+
+Each runs in a subprocess: logical devices and TF_CONFIG must be set before TensorFlow starts.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Shared by the scripts: the fixture weights and batch, three steps, and the NumPy reference.
+_COMMON = """
+import json, os, sys
+sys.path.insert(0, os.getcwd())  # the repository (the subprocess's cwd)
+import numpy as np
+import tensorflow as tf
+from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.pretraining import PretrainingTask
+from tests import model_fixtures as mf
+from tests import training_reference as ref
+
+TRAIN = os.path.join(mf.FIXTURES_DIR, "google_tiny_train")
+CONFIG = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
+BATCH = dict(np.load(os.path.join(TRAIN, "batch.npz")))
+LR, STEPS, WARMUP = 1e-3, 10, 1
+
+
+def rows(batch, start, stop):
+    return {k: v[start:stop] for k, v in batch.items()}
+
+
+def reference_run(shards_per_step, per_shard_clip, num_steps=3):
+    task = PretrainingTask(CONFIG)
+    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
+    params = {v.path: v.numpy().astype(np.float64) for v in task.model.trainable_variables}
+    adam = ref.AdamWeightDecay(params)
+    losses = []
+    for step in range(num_steps):
+        for v in task.model.trainable_variables:
+            v.assign(params[v.path].astype(np.float32))
+        total, shard_losses = None, []
+        for shard in shards_per_step:
+            grads, loss = ref.model_gradients(task.model, shard, ref.pretraining_loss)
+            shard_losses.append(loss)
+            if per_shard_clip:
+                grads, _ = ref.clip(grads)
+            total = grads if total is None else {k: total[k] + grads[k] for k in total}
+        if not per_shard_clip:
+            total, _ = ref.clip(total)
+        losses.append(float(np.mean(shard_losses)))
+        params = adam.apply(params, total, ref.learning_rate(step, LR, STEPS, WARMUP))
+    return params, losses
+"""
+
+_MIRRORED = (
+    """
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+"""
+    + _COMMON
+    + """
+from bert_tf.training.step import TrainStep
+mode = sys.argv[1]
+strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+with strategy.scope():
+    task = PretrainingTask(CONFIG)
+    optimizer = create_optimizer("adamw", LR, STEPS, WARMUP)
+load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
+step = TrainStep(task, optimizer, strategy, num_local_replicas=2, reduction=mode)
+iterator = iter(tf.data.Dataset.from_tensors(BATCH).repeat())
+losses = []
+for _ in range(3):
+    step.train(iterator, tf.constant(1))
+    losses.append(step.metrics.result()["loss"])
+    step.metrics.reset()
+shards = [rows(BATCH, 0, 2), rows(BATCH, 2, 4)] if mode == "tpu_original" else [BATCH]
+params, ref_losses = reference_run(shards, per_shard_clip=mode == "tpu_original")
+got = {v.path: v.numpy() for v in task.model.trainable_variables}
+print("RESULT", json.dumps({
+    "replicas": strategy.num_replicas_in_sync,
+    "weight_diff": max(float(np.abs(got[k] - params[k]).max()) for k in params),
+    "losses": losses, "ref_losses": ref_losses,
+    "step": int(optimizer.iterations.numpy()),
+}))
+"""
+)
+
+
+def _run_script(script, *args, env=None, timeout=300):
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})),
+        timeout=timeout,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+@pytest.mark.parametrize("mode", ["global", "tpu_original"])
+def test_mirrored_two_replicas_against_numpy(fixtures_dir, mode):
+    result = _run_script(_MIRRORED, mode)
+    assert result["replicas"] == 2 and result["step"] == 3
+    assert result["weight_diff"] <= 1e-5, result
+    for got, want in zip(result["losses"], result["ref_losses"], strict=True):
+        assert abs(got - want) <= 1e-5, result
+
+
+_WORKER = (
+    _COMMON
+    + """
+from bert_tf.training import loop
+from bert_tf.training.distribution import create_distribution
+output_dir = sys.argv[1]
+distribution = create_distribution("multi_worker_mirrored")
+with distribution.strategy.scope():
+    task = PretrainingTask(CONFIG)
+    optimizer = create_optimizer("adamw", LR, STEPS, WARMUP)
+half = len(BATCH["input_ids"]) // distribution.num_workers
+mine = rows(BATCH, distribution.worker_index * half, (distribution.worker_index + 1) * half)
+config = loop.LoopConfig(output_dir=output_dir, num_train_steps=3, global_batch_size=4,
+                         init_checkpoint=mf.GOOGLE_TINY_CKPT, save_checkpoints_steps=3, iterations_per_loop=3)
+results = loop.train(task, optimizer, distribution, tf.data.Dataset.from_tensors(mine).repeat(), config)
+reader = tf.train.load_checkpoint(os.path.join(output_dir, "model.ckpt-3"))
+result = {
+    "worker": distribution.worker_index, "workers": distribution.num_workers, "step": results["global_step"],
+    "vs_checkpoint": max(float(np.abs(v.numpy() - reader.get_tensor(v.path)).max())
+                         for v in task.model.trainable_variables),
+}
+if distribution.is_chief:
+    params, _ = reference_run([BATCH], per_shard_clip=False)
+    result["vs_reference"] = max(float(np.abs(reader.get_tensor(k) - p).max()) for k, p in params.items())
+print("RESULT", json.dumps(result))
+"""
+)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_multi_worker_mirrored_two_processes_equal_one_device(fixtures_dir, tmp_path):
+    """Two worker processes on localhost, each with half of the global batch: the chief's
+    checkpoint equals the NumPy reference of one device on the whole batch, and both workers
+    hold the weights it wrote."""
+    cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _WORKER, str(tmp_path)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+                env=dict(os.environ, TF_CONFIG=tf_config, TF_CPP_MIN_LOG_LEVEL="2"),
+            )
+        )
+    results = []
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-4000:]
+        results.append(json.loads(next(x for x in stdout.splitlines() if x.startswith("RESULT "))[7:]))
+    assert sorted(r["worker"] for r in results) == [0, 1]
+    assert all(r["workers"] == 2 and r["step"] == 3 and r["vs_checkpoint"] == 0.0 for r in results)
+    chief = next(r for r in results if r["worker"] == 0)
+    assert chief["vs_reference"] <= 1e-5, chief
+    assert sorted(os.listdir(tmp_path / "input_state")) == sorted(
+        f"model.ckpt-3.worker-{w}.{ext}" for w in (0, 1) for ext in ("index", "data-00000-of-00001")
+    )
