@@ -3,7 +3,7 @@
 import copy
 import json
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, open_file
 
 # The activations a config may name. "gelu" is what the original code computes at HEAD (the tanh
 # approximation); "gelu_exact" is the erf form the original used before 2019-02-07, which the 2018
@@ -128,14 +128,14 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, json_file):
-        """Reads a `bert_config.json`.
+        """Reads a `bert_config.json` (a local path or one like `gs://...`).
 
         Raises:
           ValueError: The file is missing, not JSON, or not a valid BERT config; the message
             names the file.
         """
         try:
-            with open(json_file, encoding="utf-8") as reader:
+            with open_file(json_file) as reader:
                 data = json.load(reader)
         except FileNotFoundError:
             raise ValueError(f"{json_file}: no such BERT config file") from None
@@ -160,7 +160,7 @@ class BertConfig:
 
     def to_json_file(self, json_file):
         """Writes the config to `json_file` atomically (temporary name, then rename)."""
-        with atomic_output(json_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+        with atomic_output(json_file) as tmp, open_file(tmp, "w") as writer:
             writer.write(self.to_json_string())
 
     # Keras-style names, so a config can sit inside a layer's own config.

@@ -1,8 +1,107 @@
-"""User paths: input globs, and output files that are complete or absent (temporary name, then rename)."""
+"""User paths, local or not: every file bert_tf reads or writes for a user goes through here.
 
+A path with a scheme (`gs://bucket/...`, `hdfs://...`, `ram://...`) is handled by
+`tf.io.gfile`, as the original does all its I/O through `tf.gfile`; TensorFlow is imported only
+then. A local path uses Python's own `open`/`os`/`glob`, so the pretraining-data worker
+processes, which read local corpora, never load TensorFlow (~2 s and ~600 MB each).
+
+Outputs are written under a temporary name beside the final one and renamed into place
+(`atomic_output`). On a local disk the rename is atomic: a reader sees the old file or the whole
+new one. On GCS a rename is a copy and a delete, so the final name holds the complete object as
+soon as it exists, but a reader listing the directory during the copy may also see the
+temporary name (BUILD_NOTES.md, "Paths").
+"""
+
+import builtins
 import contextlib
-import glob as _glob_module
+import errno
+import glob as _glob
 import os
+import re
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _gfile(path):
+    """`tf.io.gfile` for a path with a scheme, None for a local path."""
+    if not _SCHEME.match(path):
+        return None
+    import tensorflow as tf  # only non-local paths need TensorFlow
+
+    return tf.io.gfile
+
+
+def open_file(path, mode="r"):
+    """Opens a file as `open` does; text modes read and write UTF-8.
+
+    Args:
+      path: A local path or one with a scheme (`gs://...`).
+      mode: "r", "w", "rb" or "wb" (and "a"/"ab" locally).
+
+    Returns:
+      A file object (a `tf.io.gfile.GFile` for a non-local path): iterable by lines, with
+      `read`, `write`, `seek` and `tell`.
+
+    Raises:
+      FileNotFoundError: Reading a file that does not exist.
+    """
+    gfile = _gfile(path)
+    if gfile is None:
+        return builtins.open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+    if "r" in mode and not gfile.exists(path):  # GFile itself fails only on the first read
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    return gfile.GFile(path, mode)
+
+
+def exists(path):
+    """Whether a file or directory exists at `path`."""
+    gfile = _gfile(path)
+    return os.path.exists(path) if gfile is None else gfile.exists(path)
+
+
+def isdir(path):
+    """Whether `path` is a directory."""
+    gfile = _gfile(path)
+    return os.path.isdir(path) if gfile is None else gfile.isdir(path)
+
+
+def glob(pattern):
+    """The paths matching a glob pattern, sorted."""
+    gfile = _gfile(pattern)
+    return sorted(_glob.glob(pattern) if gfile is None else gfile.glob(pattern))
+
+
+def size(path):
+    """The size of a file in bytes."""
+    gfile = _gfile(path)
+    return os.path.getsize(path) if gfile is None else gfile.stat(path).length
+
+
+def makedirs(path):
+    """Creates directory `path` and its parents; nothing if it exists."""
+    gfile = _gfile(path)
+    if gfile is None:
+        os.makedirs(path, exist_ok=True)
+    else:
+        gfile.makedirs(path)
+
+
+def rename(source, target):
+    """Renames `source` to `target`, replacing `target` if it exists."""
+    gfile = _gfile(source)
+    if gfile is None:
+        os.replace(source, target)
+    else:
+        gfile.rename(source, target, overwrite=True)
+
+
+def remove(path):
+    """Deletes the file `path`."""
+    gfile = _gfile(path)
+    if gfile is None:
+        os.remove(path)
+    else:
+        gfile.remove(path)
 
 
 @contextlib.contextmanager
@@ -10,24 +109,27 @@ def atomic_output(path, suffix=""):
     """Gives a temporary path beside `path`; renames it to `path` if the block completes.
 
     If the block raises, the temporary file is deleted, so an interrupted run never leaves a
-    truncated file under the final name. The parent directory is created if needed.
+    truncated file under the final name. The parent directory is created if needed. What the
+    rename guarantees depends on the filesystem (see the module doc).
 
     Args:
-      path: The final file name.
+      path: The final file name, local or not.
       suffix: An ending of `path` the temporary name must keep (Keras chooses the format by
         the extension): `out/m.keras` with suffix ".keras" is written as `out/m.tmp-<pid>.keras`.
 
     Yields:
       The temporary path to write.
     """
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    directory = os.path.dirname(path)
+    if directory:
+        makedirs(directory)
     tmp = f"{path[: len(path) - len(suffix)]}.tmp-{os.getpid()}{suffix}"
     try:
         yield tmp
-        os.replace(tmp, path)
+        rename(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if exists(tmp):
+            remove(tmp)
 
 
 def expand_input_patterns(input_file):
@@ -41,32 +143,10 @@ def expand_input_patterns(input_file):
         pattern = pattern.strip()
         if not pattern:
             continue
-        matches = sorted(_glob_module.glob(pattern))
-        matches = [path for path in matches if os.path.isfile(path)]
+        matches = [path for path in glob(pattern) if not isdir(path)]
         if not matches:
             raise ValueError(f"--input_file: {pattern!r} matches no file")
         files.extend(matches)
     if not files:
         raise ValueError("--input_file: no input files given")
     return files
-
-
-# Minimal local-path helpers; replaced by the gfile-aware versions of issue 18's cloud-path work.
-def exists(path):
-    return os.path.exists(path)
-
-
-def glob(pattern):
-    return _glob_module.glob(pattern)
-
-
-def makedirs(path):
-    os.makedirs(path, exist_ok=True)
-
-
-def remove(path):
-    os.remove(path)
-
-
-def rename(source, target):
-    os.replace(source, target)

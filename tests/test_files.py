@@ -1,10 +1,14 @@
-"""atomic_output: a file appears complete under its name, or not at all."""
+"""atomic_output: a file appears complete under its name, or not at all; local paths need no
+TensorFlow (tests/test_remote_paths.py has the other filesystems)."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
 from bert_tf.files import atomic_output
+from tests import pretraining_fixtures as pf
 
 
 def test_the_file_appears_when_the_block_completes(tmp_path):
@@ -34,3 +38,32 @@ def test_the_temporary_name_keeps_the_suffix(tmp_path):
         assert tmp == str(tmp_path / f"model.tmp-{os.getpid()}.weights.h5")
         open(tmp, "w").close()
     assert os.path.exists(path)
+
+
+# Run in a fresh interpreter: what a scale-mode worker does with local paths, and the helpers.
+WORKER_CODE = """
+import sys
+from bert_tf import files
+from bert_tf.data import PretrainingDataOptions, pipeline
+
+corpus, vocab, directory = sys.argv[1:]
+options = PretrainingDataOptions(vocab_file=vocab, dupe_factor=1)
+pipeline._init_worker(options)
+shards = pipeline.plan_shards(files.expand_input_patterns(corpus), 1000)
+records = [pipeline._make_shard((i, ranges, 1))[1] for i, ranges in enumerate(shards)]
+with files.atomic_output(directory + "/out.txt") as tmp, files.open_file(tmp, "w") as writer:
+    writer.write(str(sum(map(len, records))))
+assert files.exists(directory + "/out.txt") and files.size(directory + "/out.txt") > 0
+print(len(shards), "tensorflow" in sys.modules)
+"""
+
+
+def test_local_paths_never_load_tensorflow(fixtures_dir, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_CODE, pf.SAMPLE_TEXT, pf.VOCAB, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    num_shards, tensorflow_loaded = result.stdout.split()
+    assert int(num_shards) > 1 and tensorflow_loaded == "False"

@@ -73,6 +73,57 @@ def test_whole_word_masking_reproduces_the_original_output(tmp_path):
     assert read_bytes(output) == read_bytes(ORIGINAL_WWM)
 
 
+@pytest.mark.parametrize(
+    "name, max_seq_length, max_predictions_per_seq",
+    [("original_chars_s3", 128, 20), ("original_chars_p0_s3", 16, 0)],
+)
+def test_a_character_vocabulary_reproduces_the_original_output(
+    tmp_path, name, max_seq_length, max_predictions_per_seq
+):
+    # tests/data/README.md gives the original's commands: a 78-entry vocab, and no masked LM.
+    output = str(tmp_path / "chars.tfrecord")
+    create_pretraining_data(
+        os.path.join(REPO, "tools", "demo_data", "sample_text.txt"),
+        output,
+        PretrainingDataOptions(
+            vocab_file=os.path.join(REPO, "tests", "data", "char_vocab.txt"),
+            max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
+            random_seed=3,
+            dupe_factor=1,
+        ),
+    )
+    original = os.path.join(REPO, "tests", "data", f"{name}.tfrecord")
+    assert pf.read_records(output) == pf.read_records(original)
+    assert read_bytes(output) == read_bytes(original)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"max_seq_length": 4}, "--max_seq_length must be at least 5, got 4"),
+        ({"max_predictions_per_seq": -1}, "--max_predictions_per_seq must be at least 0, got -1"),
+    ],
+)
+def test_what_the_original_cannot_run_is_an_error(fixtures_dir, tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "o"), options(**overrides))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"num_workers": -1}, r"--num_workers must be at least 0 \(0: exact mode\), got -1"),
+        ({"num_workers": 2, "shard_size_mb": 0}, "--shard_size_mb must be positive, got 0"),
+    ],
+)
+def test_bad_scale_mode_flags_are_errors(fixtures_dir, tmp_path, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "o"), options(), **arguments)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_outputs_are_written_round_robin(fixtures_dir, tmp_path):
     a, b = str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")
     summary = create_pretraining_data(pf.SAMPLE_TEXT, f"{a},{b}", options())
@@ -213,3 +264,79 @@ def test_shards_end_at_document_boundaries(tmp_path):
     assert ranges[0][1] == 0 and ranges[-1][2] == 900
     assert all(end % 9 == 0 for _, _, end in ranges)  # every cut is after a blank line
     assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:], strict=False))
+
+
+# Line endings and blank lines of every kind: the original ends a document at any line that is
+# empty after `strip()`, which also removes "\r", spaces, tabs and Unicode whitespace.
+BLANK_LINE_STYLES = {
+    "lf": (b"\n", b""),
+    "crlf": (b"\r\n", b""),
+    "spaces and tabs": (b"\n", b" \t  "),
+    "unicode whitespace": (b"\n", "\u00a0\u3000\u2003".encode()),
+    "crlf, spaces": (b"\r\n", b"   "),
+}
+
+
+def restyle(text, style):
+    """`text` (LF, empty blank lines) with the style's line ending and blank-line content."""
+    newline, blank = BLANK_LINE_STYLES[style]
+    lines = text.split(b"\n")
+    return newline.join(line if line.strip() else blank for line in lines)
+
+
+@pytest.mark.parametrize("style", BLANK_LINE_STYLES)
+def test_exact_mode_reads_any_blank_lines_as_the_original(fixtures_dir, tmp_path, style):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(restyle(pathlib.Path(pf.SAMPLE_TEXT).read_bytes(), style))
+    create_pretraining_data(str(corpus), str(tmp_path / "out.tfrecord"), options())
+    assert pf.read_records(str(tmp_path / "out.tfrecord")) == pf.fixture_records()
+
+
+def uniform_corpus():
+    """Twelve documents of the same eight lines of the sample, each rotated differently: the
+    same byte size for every document, different text."""
+    lines = [line for line in pathlib.Path(pf.SAMPLE_TEXT).read_bytes().split(b"\n") if line.strip()][3:11]
+    documents = [b"\n".join(lines[i:] + lines[:i]) for i in range(8)] + [b"\n".join(lines[::-1])] * 4
+    return b"\n\n".join(documents) + b"\n"
+
+
+@pytest.mark.parametrize("style", BLANK_LINE_STYLES)
+def test_shards_are_cut_at_any_blank_line(fixtures_dir, tmp_path, style):
+    lf_document_bytes = len(uniform_corpus()) // 12
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(restyle(uniform_corpus(), style))
+    document_bytes = len(corpus.read_bytes()) / 12
+    shard_bytes = int(2.5 * lf_document_bytes)  # 2.5 documents of any style: cuts after 3
+    shards = pipeline.plan_shards([str(corpus)], shard_bytes)
+    maker = pipeline._ShardMaker(options())
+    assert [maker.read(ranges).num_documents for ranges in shards] == [3, 3, 3, 3]
+    for ranges in shards:  # the memory bound: a shard exceeds its size by less than a document
+        assert sum(end - start for _, start, end in ranges) <= shard_bytes + document_bytes
+
+
+@pytest.fixture(scope="module")
+def lf_scale_records(tmp_path_factory):
+    return scale_mode_records(tmp_path_factory.mktemp("lf"), "lf")
+
+
+def scale_mode_records(directory, style):
+    corpus = directory / "corpus.txt"
+    corpus.write_bytes(restyle(uniform_corpus(), style))
+    shard_size_mb = 2.5 * (len(uniform_corpus()) // 12) / (1 << 20)
+    summary = create_pretraining_data(
+        str(corpus),
+        str(directory / "out"),
+        options(dupe_factor=1),
+        num_workers=1,
+        shard_size_mb=shard_size_mb,
+    )
+    return [pf.read_records(path) for path in summary.output_files]
+
+
+@pytest.mark.parametrize("style", [s for s in BLANK_LINE_STYLES if s != "lf"])
+def test_scale_mode_gives_the_same_shards_for_any_blank_lines(
+    fixtures_dir, tmp_path, lf_scale_records, style
+):
+    records = scale_mode_records(tmp_path, style)
+    assert len(records) == len(lf_scale_records) == 4
+    assert records == lf_scale_records  # the same documents in each shard give the same examples

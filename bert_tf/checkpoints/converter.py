@@ -11,6 +11,7 @@ import os
 import keras
 import numpy as np
 
+from bert_tf import files
 from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import (
     load_google_checkpoint,
@@ -18,7 +19,6 @@ from bert_tf.checkpoints.google import (
     save_google_checkpoint,
 )
 from bert_tf.config import BertConfig
-from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel, BertPretrainer
 
 # float32 against float64: the fixtures agree to 2e-6 for the tiny model; deeper and wider models
@@ -186,7 +186,7 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
 def save_keras(model, output):
     """Saves a model as `.keras` or `.weights.h5`, through a temporary name."""
     suffix = ".weights.h5" if output.endswith(".weights.h5") else ".keras"
-    with atomic_output(output, suffix) as tmp:
+    with files.atomic_output(output, suffix) as tmp:
         if suffix == ".keras":
             model.save(tmp)
         else:
@@ -209,15 +209,13 @@ def keras_to_google(keras_model, output_checkpoint):
         checkpoint does not read back identically.
     """
     if isinstance(keras_model, str):
-        if not os.path.exists(keras_model):
+        if not files.exists(keras_model):
             raise ValueError(f"{keras_model}: no such Keras model file")
         path, keras_model = keras_model, keras.models.load_model(keras_model)
         if not isinstance(keras_model, (BertModel, BertPretrainer)):
             raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
     save_google_checkpoint(keras_model, output_checkpoint)
-    keras_model.config.to_json_file(
-        os.path.join(os.path.dirname(os.path.abspath(output_checkpoint)), "bert_config.json")
-    )
+    keras_model.config.to_json_file(os.path.join(os.path.dirname(output_checkpoint), "bert_config.json"))
     written = reference.load_checkpoint_weights(output_checkpoint)
     for weight in keras_model.weights:
         if np.asarray(weight).tobytes() != written[weight.path].tobytes():

@@ -2,15 +2,19 @@
 
 A bert_tf model's `variable.path` is the variable's name in a Google checkpoint, so loading is
 `variable.assign(reader.get_tensor(variable.path))` for every weight and saving writes each
-weight under its path: no rename table.
+weight under its path: no rename table. Paths may be local or not (`gs://...`): the files go
+through `bert_tf.files` and TensorFlow's filesystems. `write_checkpoint` and `open_checkpoint`
+are the lower level: any list of named tensors out, any name-based checkpoint in.
 """
 
+import collections
 import dataclasses
-import glob
 import os
 
 import numpy as np
 import tensorflow as tf
+
+from bert_tf import files
 
 # Checkpoint entries a model never loads; they are reported as unused without further comment.
 _OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
@@ -68,21 +72,22 @@ def resolve_checkpoint_prefix(path):
     Args:
       path: `.../bert_model.ckpt` (the prefix; `.index` and `.data-*` files beside it), the
         `.index` file itself, or a directory with exactly one checkpoint (or a `checkpoint`
-        state file naming the latest).
+        state file naming the latest); local or not (`gs://...`).
 
     Returns:
-      The prefix, to pass to `tf.train.load_checkpoint`.
+      The prefix, to pass to `open_checkpoint`.
 
     Raises:
       ValueError: Nothing there is a checkpoint; the message says what was looked for.
     """
     if path.endswith(".index"):
         path = path[: -len(".index")]
-    if os.path.isdir(path):
+    # The index first: on some filesystems (ram://) any prefix of a file counts as a directory.
+    if not files.exists(path + ".index") and files.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest:
             return latest
-        prefixes = sorted(index[: -len(".index")] for index in glob.glob(os.path.join(path, "*.index")))
+        prefixes = [index[: -len(".index")] for index in files.glob(os.path.join(path, "*.index"))]
         if len(prefixes) == 1:
             return prefixes[0]
         if not prefixes:
@@ -91,19 +96,32 @@ def resolve_checkpoint_prefix(path):
             f"{path}: directory has {len(prefixes)} checkpoints "
             f"({', '.join(os.path.basename(p) for p in prefixes)}); pass the prefix of one"
         )
-    if not os.path.exists(path + ".index"):
+    if not files.exists(path + ".index"):
         raise ValueError(f"{path}: no checkpoint here ({path}.index does not exist)")
-    data_files = glob.glob(path + ".data-*")
-    if not data_files:
+    if not files.glob(path + ".data-*"):
         raise ValueError(f"{path}: checkpoint has an index but no {os.path.basename(path)}.data-* file")
     return path
 
 
-def _open_reader(prefix):
+def open_checkpoint(prefix):
+    """Opens a name-based checkpoint for reading, local or not.
+
+    `tf.compat.v1.train.NewCheckpointReader` on the prefix itself, not `tf.train.load_checkpoint`,
+    which first asks whether the prefix is a directory (on ram:// any prefix of a file is).
+
+    Args:
+      prefix: The checkpoint prefix, e.g. `.../bert_model.ckpt` (see `resolve_checkpoint_prefix`).
+
+    Returns:
+      A `CheckpointReader` (`get_tensor`, `get_variable_to_shape_map`, ...).
+
+    Raises:
+      ValueError: The checkpoint cannot be read; the message names the prefix.
+    """
     try:
-        return tf.train.load_checkpoint(prefix)
+        return tf.compat.v1.train.NewCheckpointReader(prefix)
     except (tf.errors.OpError, ValueError) as e:
-        message = getattr(e, "message", str(e)).strip().splitlines()[0]
+        message = (getattr(e, "message", str(e)).strip().splitlines() or ["unreadable"])[0]
         raise ValueError(f"{prefix}: cannot read checkpoint ({message})") from None
 
 
@@ -128,7 +146,7 @@ def load_google_checkpoint(model, path, strict=True):
         both shapes.
     """
     prefix = resolve_checkpoint_prefix(path)
-    reader = _open_reader(prefix)
+    reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     weights = model.weights
 
@@ -185,59 +203,67 @@ def load_google_checkpoint(model, path, strict=True):
     )
 
 
-def save_google_checkpoint(model, path, global_step=None):
-    """Writes a model's weights as a Google (TF1 name-based) checkpoint.
+def write_checkpoint(prefix, named_tensors):
+    """Writes `(name, value)` pairs as a TF1 name-based checkpoint, complete or not at all.
 
-    The files are written under a temporary prefix and renamed into place, so an interrupted
-    save never leaves a half-written checkpoint under `path`.
+    The files are written under a temporary prefix beside `prefix`, then renamed into place,
+    the data file first: a prefix is only a checkpoint once its index exists, so a reader never
+    sees a half-written one (on GCS, where a rename is a copy, the index still comes last).
+
+    Args:
+      prefix: The checkpoint prefix, local or not (`gs://...`); writes `prefix.index` and
+        `prefix.data-00000-of-00001`, replacing a checkpoint already there.
+      named_tensors: `(name, value)` pairs; each value is anything `tf.convert_to_tensor`
+        takes (a NumPy array keeps its dtype).
+
+    Returns:
+      `prefix`.
+
+    Raises:
+      ValueError: Two values have the same name; the message names them.
+    """
+    names = [name for name, _ in named_tensors]
+    duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)
+    if duplicates:
+        raise ValueError(f"{prefix}: duplicate variable names {duplicates}")
+    directory = os.path.dirname(prefix)
+    if directory:
+        files.makedirs(directory)
+    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
+    try:
+        tf.raw_ops.SaveV2(
+            prefix=tmp_prefix,
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[tf.convert_to_tensor(value) for _, value in named_tensors],
+        )
+        for suffix in (".data-00000-of-00001", ".index"):
+            files.rename(tmp_prefix + suffix, prefix + suffix)
+    finally:
+        for leftover in files.glob(tmp_prefix + ".*"):
+            files.remove(leftover)
+    return prefix
+
+
+def save_google_checkpoint(model, path, global_step=None):
+    """Writes a model's weights as a Google (TF1 name-based) checkpoint (`write_checkpoint`).
 
     Args:
       model: A bert_tf model (its weight paths are the names written).
-      path: The checkpoint prefix, e.g. `.../bert_model.ckpt`; writes `path.index` and
-        `path.data-00000-of-00001`.
+      path: The checkpoint prefix, e.g. `.../bert_model.ckpt`, local or not; writes
+        `path.index` and `path.data-00000-of-00001`.
       global_step: If given, also writes `global_step` (int64), as training checkpoints have.
 
     Returns:
       `path`.
+
+    Raises:
+      ValueError: Two weights have the same path.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    names = [weight.path for weight in model.weights]
-    duplicates = {name for name in names if names.count(name) > 1}
-    if duplicates:
-        raise ValueError(f"cannot save {model.name}: duplicate variable names {sorted(duplicates)}")
-    tensors = [tf.convert_to_tensor(np.asarray(weight.numpy())) for weight in model.weights]
+    named_tensors = [(weight.path, np.asarray(weight.numpy())) for weight in model.weights]
     if global_step is not None:
-        names.append("global_step")
-        tensors.append(tf.constant(global_step, dtype=tf.int64))
-
-    tmp_prefix = f"{path}.tmp-{os.getpid()}"
-    tf.raw_ops.SaveV2(
-        prefix=tmp_prefix,
-        tensor_names=names,
-        shape_and_slices=[""] * len(names),
-        tensors=tensors,
-    )
-    # The data file first: a prefix is only a checkpoint once its index exists.
-    for suffix in (".data-00000-of-00001", ".index"):
-        os.replace(tmp_prefix + suffix, path + suffix)
-    return path
-
-
-def open_checkpoint(prefix):
-    """Temporary: the reader of a checkpoint prefix (replaced by the cloud-path version)."""
-    return _open_reader(prefix)
-
-
-def write_checkpoint(prefix, named_tensors):
-    """Temporary: writes (name, tensor) pairs atomically (replaced by the cloud-path version)."""
-    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    names = [name for name, _ in named_tensors]
-    tensors = [tf.convert_to_tensor(t) for _, t in named_tensors]
-    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
-    tf.raw_ops.SaveV2(
-        prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors
-    )
-    for suffix in (".data-00000-of-00001", ".index"):
-        os.replace(tmp_prefix + suffix, prefix + suffix)
-    return prefix
+        named_tensors.append(("global_step", np.int64(global_step)))
+    try:
+        return write_checkpoint(path, named_tensors)
+    except ValueError as e:
+        raise ValueError(f"cannot save {model.name}: {e}") from None

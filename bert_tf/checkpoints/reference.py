@@ -194,9 +194,9 @@ def reference_forward(
 
 def checkpoint_variable_names(path):
     """The variable names of a Google checkpoint (a prefix), without reading the tensors."""
-    import tensorflow as tf  # only the checkpoint readers need TensorFlow
+    from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
 
-    return set(tf.train.load_checkpoint(path).get_variable_to_shape_map())
+    return set(open_checkpoint(path).get_variable_to_shape_map())
 
 
 def load_checkpoint_weights(path):
@@ -205,7 +205,7 @@ def load_checkpoint_weights(path):
     Args:
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
     """
-    import tensorflow as tf  # only this function needs TensorFlow
+    from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
 
-    reader = tf.train.load_checkpoint(path)
+    reader = open_checkpoint(path)
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

@@ -10,6 +10,8 @@ import logging
 
 import numpy as np
 
+from bert_tf.files import open_file
+
 logger = logging.getLogger(__name__)
 
 
@@ -43,6 +45,15 @@ class Corpus:
         return [flat[starts[s] - base : starts[s + 1] - base] for s in range(first, last)]
 
 
+def is_blank_line(raw_line):
+    """Whether a line (bytes, split at "\\n") is blank, i.e. ends a document.
+
+    The original's rule: the line is empty once decoded and `strip()`ped, and `str.strip`
+    also removes "\\r" and Unicode whitespace (no-break and ideographic spaces, ...).
+    """
+    return not raw_line.decode("utf-8", "ignore").strip()
+
+
 class CorpusBuilder:
     """Accumulates tokenized lines into a `Corpus`, following the original's document rules."""
 
@@ -55,7 +66,7 @@ class CorpusBuilder:
         self._open_segments = 0  # segments of the document being read
 
     def add_line(self, line):
-        """Adds one decoded line: a blank line ends the current document."""
+        """Adds one decoded line: a blank line (`is_blank_line`) ends the current document."""
         line = line.strip()
         if not line:
             self.end_document()
@@ -73,19 +84,19 @@ class CorpusBuilder:
             self._open_segments = 0
 
     def add_file(self, path, start=0, end=None):
-        """Adds the lines of `path` (of its byte range [start, end) if given).
+        """Adds the lines of `path`, local or not (of the lines starting in its byte range
+        [start, end) if given).
 
         The end of a file ends the document being read, as in the original, where documents
         never continue across files.
         """
-        with open(path, "rb") as reader:
+        with open_file(path, "rb") as reader:
             reader.seek(start)
-            position = start
             for raw in reader:
-                if end is not None and position >= end:
-                    break
-                position += len(raw)
                 self.add_line(raw.decode("utf-8", "ignore"))
+                # The offset, not a sum of line lengths: tf.io.gfile drops the "\r" of "\r\n".
+                if end is not None and reader.tell() >= end:
+                    break
         self.end_document()
 
     def build(self):

@@ -32,6 +32,14 @@ def _varint(value):
     return bytes(out)
 
 
+class _VarintCache(dict):
+    """The varints of the integers looked up so far, each computed on first use."""
+
+    def __missing__(self, value):
+        encoded = self[value] = _varint(value)
+        return encoded
+
+
 def _length_delimited(field_tag, payload):
     """One length-delimited protobuf field: tag byte, varint length, payload."""
     return bytes([field_tag]) + _varint(len(payload)) + payload
@@ -47,25 +55,31 @@ class ExampleEncoder:
     Args:
       max_seq_length: Length of `input_ids`, `input_mask`, `segment_ids`.
       max_predictions_per_seq: Length of the three `masked_lm_*` lists.
-      max_value: Largest integer to encode (the vocabulary size at least); their varints are
-        precomputed.
+      max_value: Largest id to encode (the vocabulary's largest id at least); the varints of
+        0 to `max(max_value, max_seq_length)` (every id, position and label) are precomputed.
     """
 
     def __init__(self, max_seq_length, max_predictions_per_seq, max_value):
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
         self._varints = [_varint(v) for v in range(max(max_value, max_seq_length) + 1)]
+        self._lengths = _VarintCache()  # payload lengths: any size, whatever the vocabulary
         # Map entries are `key` (field 1) and `value` (field 2, a Feature).
         self._keys = {name: _length_delimited(0x0A, name.encode()) for name in FEATURE_NAMES}
         self._cache = {}
 
     def _field(self, tag, payload):
-        """`_length_delimited` with the length's varint from the table (payloads are short)."""
-        return tag + self._varints[len(payload)] + payload
+        """`_length_delimited` with the length's varint from a cache."""
+        return tag + self._lengths[len(payload)] + payload
 
     def _entry(self, name, feature_tag, packed):
-        """A `features` map entry holding one packed int64 (0x1A) or float (0x12) list."""
-        feature = self._field(feature_tag, self._field(b"\x0a", packed))
+        """A `features` map entry holding one packed int64 (0x1A) or float (0x12) list.
+
+        An empty list (`max_predictions_per_seq` 0) is an empty list message, as protobuf
+        writes it: no packed field at all.
+        """
+        values = self._field(b"\x0a", packed) if packed else b""
+        feature = self._field(feature_tag, values)
         return self._field(b"\x0a", self._keys[name] + self._field(b"\x12", feature))
 
     def _int64_feature(self, name, values, length):

@@ -14,15 +14,14 @@ examples and this process frames them into TFRecords.
 import dataclasses
 import logging
 import multiprocessing
-import os
 import random
 import time
 
-from bert_tf.data.documents import CorpusBuilder
+from bert_tf import files
+from bert_tf.data.documents import CorpusBuilder, is_blank_line
 from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.data.instances import create_instances
 from bert_tf.data.masking import Masker
-from bert_tf.files import expand_input_patterns
 from bert_tf.progress import Progress
 from bert_tf.text.tokenization import FullTokenizer
 
@@ -44,11 +43,17 @@ class PretrainingDataOptions:
     short_seq_prob: float = 0.1
 
     def validate(self):
+        """Rejects what the original cannot run: below 5 tokens a pair does not fit beside
+        `[CLS] [SEP] [SEP]`, and it fails on negative predictions (0 means no masked LM).
+
+        Raises:
+          ValueError: The message names the flag.
+        """
         if self.max_seq_length < 5:
             raise ValueError(f"--max_seq_length must be at least 5, got {self.max_seq_length}")
-        if self.max_predictions_per_seq < 1:
+        if self.max_predictions_per_seq < 0:
             raise ValueError(
-                f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}"
+                f"--max_predictions_per_seq must be at least 0, got {self.max_predictions_per_seq}"
             )
         if self.dupe_factor < 1:
             raise ValueError(f"--dupe_factor must be positive, got {self.dupe_factor}")
@@ -191,18 +196,22 @@ def create_exact(input_files, output_files, options):
 def plan_shards(input_files, shard_bytes):
     """Cuts the input into byte ranges of about `shard_bytes`, each ending after a blank line.
 
+    A cut goes after the first blank line (`is_blank_line`: the original's document boundary,
+    whatever the line endings or the whitespace on it) that starts at least `shard_bytes` into
+    the shard, so a shard exceeds `shard_bytes` by less than one document.
+
     Returns:
       A list of shards, each a list of `(path, start, end)` ranges; small files are grouped
       into one shard.
     """
     shards, current, current_size = [], [], 0
     for path in input_files:
-        size = os.path.getsize(path)
+        size = files.size(path)
         if size == 0:
             logger.warning("%s is empty; skipped", path)
             continue
         start = 0
-        with open(path, "rb") as reader:
+        with files.open_file(path, "rb") as reader:
             while start < size:
                 end = _document_boundary(reader, start + shard_bytes - current_size, size)
                 current.append((path, start, end))
@@ -217,20 +226,18 @@ def plan_shards(input_files, shard_bytes):
 
 
 def _document_boundary(reader, position, size):
-    """The offset just after the first blank line at or after `position` (or `size`)."""
+    """The offset just after the first blank line that starts at or after `position` (or `size`)."""
     if position >= size:
         return size
-    reader.seek(position)
-    carry = b""
-    while True:
-        chunk = reader.read(1 << 16)
-        if not chunk:
-            return size
-        data = carry + chunk
-        found = data.find(b"\n\n")
-        if found >= 0:
-            return reader.tell() - len(data) + found + 2
-        carry = data[-1:]
+    if position > 0:
+        reader.seek(position - 1)
+        reader.readline()  # the rest of the line holding `position - 1`
+    else:
+        reader.seek(0)
+    for line in iter(reader.readline, b""):
+        if is_blank_line(line):
+            return reader.tell()
+    return size
 
 
 _WORKER = None
@@ -308,8 +315,12 @@ def create_pretraining_data(input_file, output_file, options, num_workers=0, sha
       ValueError: Bad flags or input, with a message naming the flag or file.
     """
     options.validate()
-    input_files = expand_input_patterns(input_file)
-    if num_workers and num_workers > 0:
+    if num_workers < 0:
+        raise ValueError(f"--num_workers must be at least 0 (0: exact mode), got {num_workers}")
+    input_files = files.expand_input_patterns(input_file)
+    if num_workers:
+        if shard_size_mb <= 0:
+            raise ValueError(f"--shard_size_mb must be positive, got {shard_size_mb}")
         return create_sharded(input_files, output_file, options, num_workers, shard_size_mb)
     output_files = [path.strip() for path in output_file.split(",") if path.strip()]
     return create_exact(input_files, output_files, options)

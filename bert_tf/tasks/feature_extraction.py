@@ -9,12 +9,11 @@ with a feature for every real token ([CLS] and [SEP] included) and values rounde
 import collections
 import dataclasses
 import json
-import os
 import re
 
 import numpy as np
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, exists, isdir, open_file
 from bert_tf.text.packing import pack_inputs
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -30,18 +29,19 @@ class InputExample:
 
 
 def read_examples(input_file):
-    """Yields the `InputExample`s of a file, one per line (the line stripped, as the original).
+    """Yields the `InputExample`s of a file (local or `gs://...`), one per line (the line
+    stripped, as the original).
 
     Bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` does.
 
     Raises:
       ValueError: The file does not exist.
     """
-    if not os.path.isfile(input_file):
+    if not exists(input_file) or isdir(input_file):
         raise ValueError(f"{input_file}: no such input file")
-    with open(input_file, encoding="utf-8", errors="ignore", newline="\n") as reader:
+    with open_file(input_file, "rb") as reader:
         for unique_id, line in enumerate(reader):
-            line = line.strip()
+            line = line.decode("utf-8", "ignore").strip()
             match = _PAIR_SEPARATOR.match(line)
             if match:
                 yield InputExample(unique_id, match.group(1), match.group(2))
@@ -125,7 +125,7 @@ def write_jsonl(records, output_file):
       The number of records written.
     """
     count = 0
-    with atomic_output(output_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
         for record in records:
             writer.write(json.dumps(record) + "\n")
             count += 1

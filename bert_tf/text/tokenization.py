@@ -94,7 +94,8 @@ def printable_text(text):
 
 
 def load_vocab(vocab_file):
-    """Reads a vocab file, one token a line, into an ordered `{token: id}`.
+    """Reads a vocab file (a local path or one like `gs://...`), one token a line, into an
+    ordered `{token: id}`.
 
     As in the original, every line counts (the id is the line number) and a token seen twice
     keeps its first position in the order but takes the later id.
@@ -102,9 +103,11 @@ def load_vocab(vocab_file):
     Raises:
       ValueError: The file cannot be read; the message names it.
     """
+    from bert_tf.files import open_file  # here, to keep this module's names the original's
+
     vocab = collections.OrderedDict()
     try:
-        with open(vocab_file, "rb") as reader:
+        with open_file(vocab_file, "rb") as reader:
             for index, line in enumerate(reader):
                 vocab[convert_to_unicode(line).strip()] = index
     except OSError as e:

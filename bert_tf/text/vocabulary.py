@@ -9,7 +9,7 @@ come from tensorflow-text's vocabulary learner.
 import collections
 import logging
 
-from bert_tf.files import atomic_output, expand_input_patterns
+from bert_tf.files import atomic_output, expand_input_patterns, open_file
 from bert_tf.text.tokenization import BasicTokenizer
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def count_words(input_files, do_lower_case=True):
     basic = BasicTokenizer(do_lower_case=do_lower_case)
     counts = collections.Counter()
     for path in input_files:
-        with open(path, "rb") as reader:
+        with open_file(path, "rb") as reader:
             for line in reader:
                 counts.update(basic.tokenize(line.decode("utf-8", "ignore")))
     return counts
@@ -62,8 +62,8 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS
 
 def write_vocab(tokens, path):
     """Writes one token a line through a temporary file renamed into place."""
-    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
-        writer.writelines(token + "\n" for token in tokens)
+    with atomic_output(path) as tmp, open_file(tmp, "w") as writer:
+        writer.write("".join(token + "\n" for token in tokens))
 
 
 def build_vocab(

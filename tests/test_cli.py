@@ -1,0 +1,69 @@
+"""The tools' shared start-up (bert_tf.cli): TensorFlow's C++ logs hidden unless the user asks."""
+
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(REPO, "tools", "demo_data")
+
+# A line of TensorFlow's C++ logging (`I0000 00:00:1795431512.186846   8941 port.cc:153] ...`) or
+# abseil's banner before its logging is initialised.
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} .*\.cc:\d+\]|absl::InitializeLog", re.MULTILINE)
+
+
+def run_tool(tmp_path, *flags, level=None):
+    """A small create_pretraining_data run (TensorFlow is loaded to write the TFRecords)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    return subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "tools", "create_pretraining_data.py"),
+            f"--input_file={os.path.join(DEMO, 'sample_text.txt')}",
+            f"--output_file={tmp_path / 'out.tfrecord'}",
+            f"--vocab_file={os.path.join(REPO, 'tests', 'data', 'char_vocab.txt')}",
+            "--max_seq_length=16",
+            "--dupe_factor=1",
+            *flags,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+# Each run starts TensorFlow: ~5 s.
+def test_a_tool_run_prints_no_tensorflow_start_up_lines(tmp_path):
+    result = run_tool(tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Wrote 31 instances" in result.stdout
+    assert not CPP_LOG_LINE.search(result.stderr), result.stderr
+
+
+def test_a_user_set_log_level_is_respected(tmp_path):
+    result = run_tool(tmp_path, level="0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert CPP_LOG_LINE.search(result.stderr), result.stderr  # TensorFlow's INFO lines, as asked
+    for level, want in ((None, "3"), ("1", "1")):
+        env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+        env.update({} if level is None else {"TF_CPP_MIN_LOG_LEVEL": level})
+        seen = subprocess.run(
+            [sys.executable, "-c", "import os, bert_tf.cli; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert seen.stdout.strip() == want
+
+
+def test_a_bad_flag_is_one_line_naming_it(tmp_path):
+    result = run_tool(tmp_path, "--num_workers=-1")
+    assert result.returncode == 2
+    assert result.stderr == "error: --num_workers must be at least 0 (0: exact mode), got -1\n"
+    assert os.listdir(tmp_path) == []
