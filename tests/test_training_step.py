@@ -117,3 +117,36 @@ def _crashing_write(prefix, named_tensors):
     )
     os.replace(tmp + ".data-00000-of-00001", prefix + ".data-00000-of-00001")
     raise KeyboardInterrupt("killed before the index")
+
+
+def test_training_checkpoints_round_trip_on_a_remote_filesystem(fixtures_dir):
+    """Save, name latest, keep the newest two and restore (weights, slots, step, input position)
+    on TensorFlow's in-memory filesystem, the non-local code path gs:// takes."""
+    task, optimizer, _ = _three_steps()
+    directory = "ram://training_checkpoints"
+    iterator = iter(tf.data.Dataset.range(100))
+    saver = checkpointing.TrainingCheckpoints(directory, task.model, optimizer, 2, {"iterator": iterator})
+    for step in (1, 2, 3):
+        next(iterator)
+        saver.save(step)
+    assert tf.train.latest_checkpoint(directory) == f"{directory}/model.ckpt-3"
+    assert sorted(tf.io.gfile.listdir(directory)) == [
+        "checkpoint",
+        "input_state",
+        *(f"model.ckpt-{s}.{ext}" for s in (2, 3) for ext in ("data-00000-of-00001", "index")),
+    ]
+
+    # A new model and optimizer: other weights, zero slots, step 0.
+    fresh = PretrainingTask(BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json")))
+    fresh_optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
+    fresh_optimizer.build(fresh.model.trainable_variables)
+    fresh_iterator = iter(tf.data.Dataset.range(100))
+    restorer = checkpointing.TrainingCheckpoints(
+        directory, fresh.model, fresh_optimizer, 2, {"iterator": fresh_iterator}
+    )
+    assert restorer.restore(tf.train.latest_checkpoint(directory)) == 3
+    assert int(next(fresh_iterator)) == 3
+    for a, b in zip(task.model.trainable_variables, fresh.model.trainable_variables, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        for slot_a, slot_b in zip(optimizer.slots(a), fresh_optimizer.slots(b), strict=True):
+            np.testing.assert_array_equal(slot_a.numpy(), slot_b.numpy())

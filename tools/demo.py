@@ -160,7 +160,8 @@ def export_and_ask(pretraining_dir, vocab):
     )
     served = tf.saved_model.load(os.path.join(export_dir, "1"))
     outputs = served.signatures["text"](text=tf.constant(["The man went to the store."]))
-    print(f"text signature: pooled_output {outputs['pooled_output'].shape}, sequence_output {outputs['sequence_output'].shape}")
+    shapes = {name: tuple(value.shape) for name, value in outputs.items()}
+    print(f"The text signature answers {shapes}")
 
 
 def main():

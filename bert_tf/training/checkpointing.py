@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
-from bert_tf.files import atomic_output, exists, glob, makedirs, remove, rename
+from bert_tf.files import atomic_output, exists, glob, makedirs, open_file, remove, rename
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class TrainingCheckpoints:
         # The CheckpointState text proto, with names relative to the directory (so it can be
         # moved), under a temporary name renamed into place.
         lines = [f'model_checkpoint_path: "{name}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in kept]
-        with atomic_output(os.path.join(self.directory, "checkpoint")) as tmp, open(tmp, "w") as writer:
+        with atomic_output(os.path.join(self.directory, "checkpoint")) as tmp, open_file(tmp, "w") as writer:
             writer.write("\n".join(lines) + "\n")
         for old in names:
             if old not in kept:

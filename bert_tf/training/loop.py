@@ -22,7 +22,7 @@ import tensorflow as tf
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, open_file
 from bert_tf.training.checkpointing import TrainingCheckpoints
 from bert_tf.training.step import EvalStep, TrainStep
 
@@ -238,7 +238,7 @@ def evaluate(task, distribution, dataset, output_dir, max_eval_steps, init_check
 
 def write_eval_results(results, path):
     """Writes `key = value` lines, keys sorted, values as the original's estimator prints them."""
-    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+    with atomic_output(path) as tmp, open_file(tmp, "w") as writer:
         for key in sorted(results):
             value = results[key]
             value = value if isinstance(value, int) else np.float32(value)
