@@ -150,3 +150,34 @@ def test_training_checkpoints_round_trip_on_a_remote_filesystem(fixtures_dir):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
         for slot_a, slot_b in zip(optimizer.slots(a), fresh_optimizer.slots(b), strict=True):
             np.testing.assert_array_equal(slot_a.numpy(), slot_b.numpy())
+
+
+def test_a_changed_input_starts_afresh_with_a_warning(tmp_path, caplog):
+    """Weights, slots and step resume; the input position only with the same input."""
+    config = BertConfig(
+        vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
+    task = PretrainingTask(config)
+    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
+    optimizer.build(task.model.trainable_variables)
+
+    def resume(description):
+        iterator = iter(tf.data.Dataset.range(10))
+        checkpoints = checkpointing.TrainingCheckpoints(
+            str(tmp_path),
+            task.model,
+            optimizer,
+            input_state={"iterator": iterator},
+            input_description=description,
+        )
+        assert checkpoints.restore(str(tmp_path / "model.ckpt-5")) == 5
+        return int(next(iterator))
+
+    iterator = iter(tf.data.Dataset.range(10))
+    next(iterator)
+    checkpointing.TrainingCheckpoints(
+        str(tmp_path), task.model, optimizer, input_state={"iterator": iterator}, input_description="files a"
+    ).save(5)
+    assert resume("files a") == 1
+    assert resume("files b") == 0
+    assert "The input differs from the one" in caplog.text and "files a, now files b" in caplog.text

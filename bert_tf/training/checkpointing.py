@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "model.ckpt"
 INPUT_STATE_DIR = "input_state"
+_DESCRIPTION = "input_description"
 
 
 def checkpoint_step(prefix):
@@ -47,6 +48,9 @@ class TrainingCheckpoints:
       keep_checkpoint_max: Checkpoints kept (older ones deleted); 0 keeps all.
       input_state: Trackables saved per worker beside each checkpoint (e.g.
         `{"iterator": iterator}`); restored when present.
+      input_description: What the input is (its files, batch size, seed, ...), saved with the
+        input state: a later run restores the input position only if its description is the
+        same (an iterator cannot take the position of another pipeline).
       worker_index: This worker's index (its input state file).
       is_chief: Whether this worker writes the model checkpoint and the state file.
       barrier: Called between the per-worker writes and the chief's state-file update, so
@@ -60,6 +64,7 @@ class TrainingCheckpoints:
         optimizer,
         keep_checkpoint_max=5,
         input_state=None,
+        input_description="",
         worker_index=0,
         is_chief=True,
         barrier=None,
@@ -69,6 +74,7 @@ class TrainingCheckpoints:
         self.optimizer = optimizer
         self.keep_checkpoint_max = keep_checkpoint_max
         self.input_state = input_state or {}
+        self.input_description = input_description
         self.worker_index = worker_index
         self.is_chief = is_chief
         self.barrier = barrier or (lambda: None)
@@ -104,7 +110,8 @@ class TrainingCheckpoints:
             state_prefix = self._input_state_prefix(prefix)
             makedirs(os.path.dirname(state_prefix))
             tmp = f"{state_prefix}.tmp-{os.getpid()}"
-            written = tf.train.Checkpoint(**self.input_state).write(tmp)
+            description = tf.Variable(self.input_description, name=_DESCRIPTION)
+            written = tf.train.Checkpoint(**self.input_state, **{_DESCRIPTION: description}).write(tmp)
             # Data files first, the index last: the state exists once its index does.
             for path in sorted(glob(written + ".*"), key=lambda p: p.endswith(".index")):
                 rename(path, state_prefix + path[len(written) :])
@@ -166,9 +173,22 @@ class TrainingCheckpoints:
         )
         self.optimizer.iterations.assign(step)
         state_prefix = self._input_state_prefix(prefix)
-        if self.input_state and exists(state_prefix + ".index"):
-            tf.train.Checkpoint(**self.input_state).read(state_prefix).assert_existing_objects_matched()
-            logger.info("Resumed the input where %s left it", prefix)
-        elif self.input_state:
+        if not self.input_state:
+            return step
+        if not exists(state_prefix + ".index"):
             logger.info("%s has no input state: the input starts afresh", prefix)
+            return step
+        saved = (
+            open_checkpoint(state_prefix).get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
+        )
+        if saved != self.input_description:
+            logger.warning(
+                "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
+                prefix,
+                saved,
+                self.input_description,
+            )
+            return step
+        tf.train.Checkpoint(**self.input_state).read(state_prefix).assert_existing_objects_matched()
+        logger.info("Resumed the input where %s left it", prefix)
         return step

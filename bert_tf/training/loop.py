@@ -99,7 +99,7 @@ def initialise_weights(model, init_checkpoint):
     return report
 
 
-def train(task, optimizer, distribution, dataset, config, loss_scale=None):
+def train(task, optimizer, distribution, dataset, config, loss_scale=None, input_description=""):
     """Trains `task.model` to `config.num_train_steps` steps.
 
     Args:
@@ -110,6 +110,8 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None):
       dataset: This worker's `tf.data.Dataset` of worker batches (repeating).
       config: A `LoopConfig`.
       loss_scale: A `DynamicLossScale` for mixed_float16, else None.
+      input_description: What `dataset` reads (files, batch size, seed, ...): a resumed run
+        continues the saved input position only if it reads the same.
 
     Returns:
       The metrics of the last block of steps (`{name: float}`), plus `global_step`.
@@ -138,6 +140,7 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None):
         optimizer,
         config.keep_checkpoint_max,
         input_state,
+        input_description,
         distribution.worker_index,
         distribution.is_chief,
         distribution.barrier,

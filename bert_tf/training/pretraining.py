@@ -12,10 +12,14 @@ side (`pretraining_dataset`, `check_records`) is TensorFlow.
 """
 
 import dataclasses
+import json
+import logging
 
 from keras import ops
 
 from bert_tf.modeling import BertPretrainer, masked_lm_loss, next_sentence_loss
+
+logger = logging.getLogger(__name__)
 
 METRIC_NAMES = ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy")
 
@@ -201,6 +205,12 @@ def run_pretraining(options):
     distribution = create_distribution(
         options.strategy, options.tpu_name, options.tpu_zone, options.gcp_project, options.master
     )
+    if options.strategy == "tpu" and distribution.num_replicas != options.num_tpu_cores:
+        logger.warning(
+            "--num_tpu_cores=%d, but the TPU has %d cores: all of them are used",
+            options.num_tpu_cores,
+            distribution.num_replicas,
+        )
     if options.do_train:
         distribution.check_batch_size(
             "train_batch_size", options.train_batch_size, options.gradient_accumulation_steps
@@ -245,8 +255,25 @@ def run_pretraining(options):
             gradient_accumulation_steps=options.gradient_accumulation_steps,
             jit_compile=options.jit_compile,
         )
+        description = json.dumps(
+            {
+                "input_files": input_files,
+                "batch_size": options.train_batch_size // distribution.num_workers,
+                "max_seq_length": options.max_seq_length,
+                "max_predictions_per_seq": options.max_predictions_per_seq,
+                "seed": options.seed,
+                "worker": [distribution.worker_index, distribution.num_workers],
+            },
+            sort_keys=True,
+        )
         results["train"] = loop.train(
-            task, optimizer, distribution, dataset(options.train_batch_size, True), loop_config, loss_scale
+            task,
+            optimizer,
+            distribution,
+            dataset(options.train_batch_size, True),
+            loop_config,
+            loss_scale,
+            description,
         )
     if options.do_eval:
         with strategy.scope():
