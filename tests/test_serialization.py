@@ -182,3 +182,9 @@ def test_keras_file_keeps_frozen_sublayers(tmp_path, model_class, frozen, dtype)
     inputs = model_inputs(model_class is BertPretrainer)
     for a, b in zip(outputs(loaded, (inputs,)), outputs(model, (inputs,)), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_flag_for_a_missing_sublayer_is_a_clear_error():
+    config = dict(built("Encoder").get_config(), sublayers_trainable={"layer_1/attention/selff": False})
+    with pytest.raises(ValueError, match="attention has no sub-layer 'selff'"):
+        Encoder.from_config(config)
