@@ -4,13 +4,18 @@ import os
 
 import numpy as np
 
+from bert_tf import BertConfig
 from tests.conftest import FIXTURES_DIR
 
 GOOGLE_TINY = os.path.join(FIXTURES_DIR, "google_tiny")
 GOOGLE_TINY_CONFIG = os.path.join(GOOGLE_TINY, "bert_config.json")
 GOOGLE_TINY_CKPT = os.path.join(GOOGLE_TINY, "bert_model.ckpt")
+# The same weights' training fixture; its config has dropout 0, so training is deterministic.
+GOOGLE_TINY_TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
+GOOGLE_TINY_TRAIN_CONFIG = os.path.join(GOOGLE_TINY_TRAIN, "bert_config.json")
 BATCHES = ("b0", "b1", "b2")
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+LABEL_KEYS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 OUTPUT_KEYS = (
     "embedding_output",
     "encoder_layer_0",
@@ -37,5 +42,16 @@ def reference_arrays():
     return batches
 
 
+def train_batch():
+    """The google_tiny_train batch: the model inputs and the labels, 4 rows of 128 tokens."""
+    with np.load(os.path.join(GOOGLE_TINY_TRAIN, "batch.npz")) as data:
+        return {key: data[key] for key in data.files}
+
+
 def model_inputs(batch):
     return {key: batch[key] for key in INPUT_KEYS}
+
+
+def tiny_config(**changes):
+    """The google_tiny config with `changes` (e.g. `hidden_act="gelu_exact"`)."""
+    return BertConfig.from_dict(dict(BertConfig.from_json_file(GOOGLE_TINY_CONFIG).to_dict(), **changes))

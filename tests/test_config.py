@@ -5,6 +5,9 @@ import json
 import pytest
 
 from bert_tf import BertConfig
+from bert_tf.checkpoints import reference
+from bert_tf.config import ACTIVATIONS
+from bert_tf.modeling.activations import get_activation
 from tests import model_fixtures as mf
 
 MULTILINGUAL_EXTRA = {
@@ -67,8 +70,23 @@ def test_invalid_values_are_clear_errors(overrides, message):
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_exact", "relu", "tanh", "linear"])
-def test_every_activation_is_accepted(act):
-    assert BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_act=act)
+def test_every_activation_is_accepted_and_written_back(act, tmp_path):
+    config = BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, hidden_act=act)
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(str(path))
+    assert json.loads(path.read_text())["hidden_act"] == act
+    assert BertConfig.from_json_file(str(path)).hidden_act == act
+
+
+def test_every_accepted_activation_has_an_implementation_and_a_reference():
+    # What each computes is checked against the float64 reference in test_modeling.py.
+    assert ACTIVATIONS == ("gelu", "gelu_exact", "relu", "tanh", "linear")
+    for act in ACTIVATIONS:
+        assert callable(get_activation(act)), act
+        assert callable(reference.ACTIVATIONS[act]), act
+    assert set(reference.ACTIVATIONS) == set(ACTIVATIONS)
+    with pytest.raises(ValueError, match="unknown activation 'swish'"):
+        get_activation("swish")
 
 
 def test_file_errors_name_the_file(tmp_path):

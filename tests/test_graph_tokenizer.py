@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import re
 import unicodedata
 
 import numpy as np
@@ -152,7 +153,30 @@ def test_survives_a_savedmodel_round_trip(fixtures_dir, tmp_path):
     tokenizer = GraphTokenizer(VOCAB, True)
     tf.saved_model.save(tokenizer, str(tmp_path / "tokenizer"))
     loaded = tf.saved_model.load(str(tmp_path / "tokenizer"))
-    texts = tf.constant(["Hello, World!", "東京 naïve [CLS]"])
-    assert loaded.tokenize(texts).to_list() == tokenizer.tokenize(texts).to_list()
-    packed = loaded.pack(texts, tf.constant(["", "b"]), tf.constant(12))
-    assert packed["input_ids"].shape == (2, 12)
+    texts_a = ["Hello, World!", "東京 naïve [CLS]", "the quick fox"]
+    texts_b = ["", "unaffable running", "over"]
+    assert (
+        loaded.tokenize(tf.constant(texts_a)).to_list() == tokenizer.tokenize(tf.constant(texts_a)).to_list()
+    )
+
+    max_seq_length = 12
+    packed = loaded.pack(tf.constant(texts_a), tf.constant(texts_b), tf.constant(max_seq_length))
+    python = FullTokenizer(VOCAB, True)
+    for key in ("input_ids", "input_mask", "segment_ids"):
+        rows = packed[key].numpy().tolist()
+        # A single text, a pair truncated, a pair that fits: every row differs from every other.
+        assert len({tuple(row) for row in rows}) == len(rows), key
+        for i, row in enumerate(rows):
+            want = pack_inputs(
+                python.tokenize(texts_a[i]), python.tokenize(texts_b[i]), max_seq_length, python
+            )
+            assert row == want[key], (key, i)
+
+
+@pytest.mark.parametrize("token", ["[CLS]", "[SEP]", "[UNK]"])
+def test_a_vocab_without_a_special_token_is_a_clear_error(tmp_path, token):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "##s", ","]
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(f"{t}\n" for t in tokens if t != token), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{path}: the vocab has no {token} token")):
+        GraphTokenizer(str(path))

@@ -17,6 +17,10 @@ from bert_tf import (
     masked_lm_loss,
     next_sentence_loss,
 )
+from bert_tf.checkpoints import reference as ref
+from bert_tf.config import ACTIVATIONS
+from bert_tf.modeling.activations import get_activation
+from bert_tf.modeling.attention import SelfAttention
 from bert_tf.modeling.layer_norm import LayerNorm
 from tests import model_fixtures as mf
 
@@ -137,25 +141,74 @@ def test_layer_norm_computes_in_float32_under_mixed_precision():
     np.testing.assert_allclose(got, want, atol=5e-3)
 
 
-def test_attention_softmax_computes_in_float32_under_mixed_precision(monkeypatch):
-    from bert_tf.modeling import attention
-
-    seen = []
-    softmax = attention.ops.softmax
-
-    def recording_softmax(x, axis=-1):
-        seen.append(keras.backend.standardize_dtype(x.dtype))
-        return softmax(x, axis=axis)
-
-    monkeypatch.setattr(attention.ops, "softmax", recording_softmax)
+def test_attention_with_large_logits_under_mixed_precision():
+    """Q K^T beyond float16's range (65504), Q K^T / sqrt(d) within it: the attention must not overflow."""
     config = BertConfig(
-        vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+        vocab_size=10, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
     )
-    layer = attention.SelfAttention(config, dtype="mixed_float16")
+    layer = SelfAttention(config, dtype="mixed_float16")
     layer.build()
-    out = layer(np.ones((1, 3, 8), "float16"), np.array([[1, 1, 0]]))
-    assert seen == ["float32"]
-    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 6, 32)).astype("float16")
+    input_mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    weights = {}
+    for name, scale in (("query", 300.0), ("key", 1.0), ("value", 1.0)):
+        projection = getattr(layer, name)
+        # float16 values, so that the float64 computation starts from the layer's own operands
+        kernel = (rng.standard_normal((32, 32)) * scale).astype("float16").astype("float32")
+        bias = rng.standard_normal(32).astype("float16").astype("float32")
+        projection.kernel.assign(kernel)
+        projection.bias.assign(bias)
+        weights[f"self/{name}/kernel"], weights[f"self/{name}/bias"] = kernel, bias
+    x64 = x.astype(np.float64)
+
+    # The case is the one meant: some products overflow float16, the scaled scores do not, and
+    # each query's best key leads by far more than float16 rounding of the operands can move.
+    def heads(name):
+        y = x64 @ weights[f"self/{name}/kernel"] + weights[f"self/{name}/bias"]
+        return y.reshape(2, 6, 2, 16).transpose(0, 2, 1, 3)
+
+    products = heads("query") @ heads("key").transpose(0, 1, 3, 2)
+    assert np.abs(products).max() > 65504 > np.abs(products).max() / 4
+    scores = np.sort(products / 4 + (1 - input_mask[:, None, None, :]) * -10000.0, axis=-1)
+    assert (scores[..., -1] - scores[..., -2]).min() > 100
+
+    want = ref.self_attention(ref._Weights(weights), "self", x64, input_mask, num_heads=2)
+    got = layer(x, input_mask)
+    assert keras.backend.standardize_dtype(got.dtype) == "float16"
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activation_matches_the_float64_reference(name):
+    x = np.concatenate([np.linspace(-12.0, 12.0, 4801), [-1e4, -300.0, -40.0, 40.0, 300.0, 1e4]])
+    want = ref.ACTIVATIONS[name](x)
+    # The check tells every activation from every other, the two GELUs included (4.7e-4 apart).
+    for other in ACTIVATIONS:
+        if other != name:
+            assert np.abs(ref.ACTIVATIONS[other](x) - want).max() > 1e-4, other
+    activation = get_activation(name)
+    got64 = np.asarray(activation(keras.ops.convert_to_tensor(x, "float64")))
+    np.testing.assert_allclose(got64, want, rtol=1e-12, atol=1e-14)
+    got32 = np.asarray(activation(keras.ops.convert_to_tensor(x, "float32")), dtype=np.float64)
+    np.testing.assert_allclose(got32, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_every_activation_on_the_fixture_weights_matches_the_reference(fixtures_dir, reference, name):
+    config = mf.tiny_config(hidden_act=name)
+    model = BertPretrainer(config)
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    weights = ref.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+    for batch_name, batch in reference.items():
+        inputs = {key: batch[key] for key in mf.INPUT_KEYS + mf.LABEL_KEYS}
+        want = ref.reference_forward(weights, config, **inputs)
+        got = all_outputs(model, batch)
+        for key in mf.OUTPUT_KEYS:
+            np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}")
+        if name == "gelu_exact":  # the tanh form ("gelu") would be further off than the tolerance
+            tanh_form = ref.reference_forward(weights, mf.tiny_config(hidden_act="gelu"), **inputs)
+            assert np.abs(tanh_form["sequence_output"] - want["sequence_output"]).max() > 5e-5
 
 
 def test_mixed_precision_model_is_close_to_float32(reference, fixtures_dir):

@@ -1,4 +1,4 @@
-"""Variable shapes and parameter counts: SPEC.md §7 and the fixture's variables.json."""
+"""Variable shapes and parameter counts: BUILD_NOTES.md ("Parameter counts") and variables.json."""
 
 import json
 import os
@@ -17,7 +17,7 @@ def totals(config, **kwargs):
 @pytest.mark.parametrize(
     "sizes, seq_length, bert_total, with_heads",
     [
-        # papers/001's configuration; its formula gives 35,945,786.
+        # The configuration of the paper in BUILD_NOTES.md ("Parameter counts"); its formula gives 35,945,786.
         (
             dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, intermediate_size=2048),
             128,

@@ -117,3 +117,55 @@ def test_case_check_against_released_checkpoint_names():
         check(False, "/models/uncased_L-24_H-1024_A-16/bert_model.ckpt")
     with pytest.raises(ValueError, match=r"--do_lower_case=False"):
         check(True, "gs://bucket/multi_cased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+def test_module_level_conversions_give_the_original_ids(fixtures_dir):
+    vocab = tokenization.load_vocab(VOCAB)
+    inv_vocab = {index: token for token, index in vocab.items()}
+    with open(os.path.join(FIXTURES_DIR, "tokenization", "sample_text.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    for row in rows:
+        assert tokenization.convert_tokens_to_ids(vocab, row["tokens"]) == row["ids"]
+        assert tokenization.convert_ids_to_tokens(inv_vocab, row["ids"]) == row["tokens"]
+    assert tokenization.convert_tokens_to_ids(vocab, []) == []
+    # As in the original, an unknown token or id is an error, not [UNK].
+    with pytest.raises(KeyError):
+        tokenization.convert_tokens_to_ids(vocab, ["hello", "not-a-wordpiece"])
+    with pytest.raises(KeyError):
+        tokenization.convert_ids_to_tokens(inv_vocab, [len(inv_vocab)])
+
+
+def test_whitespace_tokenize_and_printable_text():
+    assert tokenization.whitespace_tokenize("") == []
+    assert tokenization.whitespace_tokenize(" \t\r\n ") == []
+    # Python's notion of whitespace: the no-break and ideographic spaces, U+2028 and the
+    # information separators split; the zero-width space does not.
+    assert tokenization.whitespace_tokenize(" a\xa0b\u3000c\u2028d\x1ce\u200bf ") == [
+        "a",
+        "b",
+        "c",
+        "d",
+        "e\u200bf",
+    ]
+    assert tokenization.printable_text(b"caf\xc3\xa9\xff!") == "café!"
+    assert tokenization.printable_text("naïve") == "naïve"
+    for bad in (None, 3, bytearray(b"x")):
+        with pytest.raises(ValueError, match="unsupported string type"):
+            tokenization.printable_text(bad)
+
+
+def test_character_classes_the_original_tests_use():
+    whitespace = [" ", "\t", "\n", "\r", "\xa0", "\u3000", "\u2009"]
+    control = ["\x00", "\x05", "\x7f", "\x85", "\u200b", "\u200d", "\ufeff"]
+    punctuation = ["-", "$", "`", ".", "^", "¿", "«", "、", "\u2014"]
+    other = ["A", "é", "7", "\U0001f4a9", "\u4e00", "\u2028"]
+    for char in whitespace:
+        assert tokenization._is_whitespace(char) and not tokenization._is_control(char), repr(char)
+    for char in control:
+        assert tokenization._is_control(char) and not tokenization._is_whitespace(char), repr(char)
+    for char in punctuation:
+        assert tokenization._is_punctuation(char), repr(char)
+    for char in whitespace + control + other:
+        assert not tokenization._is_punctuation(char), repr(char)
+    for char in other:
+        assert not tokenization._is_whitespace(char) and not tokenization._is_control(char), repr(char)

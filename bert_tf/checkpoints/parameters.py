@@ -69,7 +69,8 @@ def parameter_counts(config, with_heads=True, seq_length=None):
       config: A `BertConfig`.
       with_heads: Count the pretraining heads too.
       seq_length: If given, count a position table of this many rows instead of
-        `max_position_embeddings` (papers/001 counts it for its sequence length, 128).
+        `max_position_embeddings` (a paper's count does so for its sequence length, 128: see
+        BUILD_NOTES.md, "Parameter counts").
 
     Returns:
       A list of `(component, count)`: `bert/embeddings`, each `bert/encoder/layer_{i}`,

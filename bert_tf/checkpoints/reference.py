@@ -1,4 +1,4 @@
-"""BERT's forward pass in float64 NumPy, written from the math of SPEC.md, not from the Keras code.
+"""BERT's forward pass in float64 NumPy, written from the original's math, not from the Keras code.
 
 It is the independent yardstick the converter and the tests hold the Keras model against. Weights
 come as a dict from Google checkpoint names to arrays; nothing here depends on Keras. Inference

@@ -7,24 +7,29 @@ from keras import ops
 
 from bert_tf.modeling.dense_output import DenseOutput
 from bert_tf.modeling.initializers import dense
+from bert_tf.modeling.serialization import BertConfigured
 
 # What the original adds to the scores of masked-out positions (not -inf).
 MASK_ADDER = -10000.0
 
 
-class SelfAttention(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SelfAttention(BertConfigured, keras.layers.Layer):
     """Per head: `softmax(Q K^T / sqrt(head_size) + (1 - mask) * -10000) V`, heads concatenated.
 
     Creates `query`, `key`, `value` (each `kernel` [H, H] and `bias` [H]) in that order.
-    The softmax is computed in float32.
+    Under mixed precision the query is scaled by `1 / sqrt(head_size)` before `Q K^T`, which
+    then cannot overflow float16 unless the scaled scores do, and the mask and softmax are
+    computed in float32.
     """
 
     def __init__(self, config, name="self", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "self".
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.num_heads = config.num_attention_heads
         self.head_size = config.attention_head_size
         self.hidden_size = config.hidden_size
@@ -57,12 +62,13 @@ class SelfAttention(keras.layers.Layer):
         Returns:
           float [batch, seq, H], the concatenated context of all heads.
         """
-        query = self._split_heads(self.query(hidden_states))
+        # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
+        # before Q K^T / sqrt(head_size) does.
+        query = self._split_heads(self.query(hidden_states)) * (1.0 / math.sqrt(self.head_size))
         key = self._split_heads(self.key(hidden_states))
         value = self._split_heads(self.value(hidden_states))
 
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
         probs = ops.cast(ops.softmax(scores + adder, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
@@ -72,15 +78,17 @@ class SelfAttention(keras.layers.Layer):
         return ops.reshape(context, (batch, seq, self.hidden_size))
 
 
-class Attention(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Attention(BertConfigured, keras.layers.Layer):
     """`attention`: self-attention followed by `output` (dense, dropout, residual, LayerNorm)."""
 
     def __init__(self, config, name="attention", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "attention".
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.self_attention = SelfAttention(config, dtype=self.dtype_policy)
         self.output_block = DenseOutput(config, config.hidden_size, dtype=self.dtype_policy)
 

@@ -4,9 +4,11 @@ import keras
 
 from bert_tf.modeling.initializers import dense
 from bert_tf.modeling.layer_norm import LayerNorm
+from bert_tf.modeling.serialization import BertConfigured
 
 
-class DenseOutput(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class DenseOutput(BertConfigured, keras.layers.Layer):
     """`LayerNorm(dropout(dense(x)) + residual)`: the post-LN end of a Transformer sub-layer.
 
     It is `attention/output` (input width H) and `output` (input width I) in the original;
@@ -15,15 +17,21 @@ class DenseOutput(keras.layers.Layer):
 
     def __init__(self, config, input_size, name="output", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         input_size: Width of the dense layer's input.
         name: Variable scope; the original's is "output".
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.input_size = input_size
         self.dense = dense(config.hidden_size, config, self.dtype_policy)
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
+
+    def get_config(self):
+        config = super().get_config()
+        config["input_size"] = self.input_size
+        return config
 
     def build(self, input_shape=None):
         self.dense.build((None, self.input_size))

@@ -5,9 +5,11 @@ from keras import ops
 
 from bert_tf.modeling.initializers import create_initializer
 from bert_tf.modeling.layer_norm import LayerNorm
+from bert_tf.modeling.serialization import BertConfigured
 
 
-class Embeddings(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Embeddings(BertConfigured, keras.layers.Layer):
     """`LayerNorm(word[input_ids] + token_type[segment_ids] + position[0..S-1])`, then dropout.
 
     Creates, in the original's order, `word_embeddings` [V, H], `token_type_embeddings` [T, H],
@@ -16,11 +18,11 @@ class Embeddings(keras.layers.Layer):
 
     def __init__(self, config, name="embeddings", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "embeddings".
         """
-        super().__init__(name=name, **kwargs)
-        self.config = config
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
 

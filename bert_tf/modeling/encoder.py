@@ -2,21 +2,23 @@
 
 import keras
 
+from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.modeling.transformer_layer import TransformerLayer
 
 
-class Encoder(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Encoder(BertConfigured, keras.layers.Layer):
     """`layer_0` ... `layer_{L-1}` applied in turn; returns every layer's output."""
 
     def __init__(self, config, name="encoder", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "encoder".
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
         self.transformer_layers = [
-            TransformerLayer(config, name=f"layer_{i}", dtype=self.dtype_policy)
-            for i in range(config.num_hidden_layers)
+            TransformerLayer(self.config, name=f"layer_{i}", dtype=self.dtype_policy)
+            for i in range(self.config.num_hidden_layers)
         ]
 
     def build(self, input_shape=None):

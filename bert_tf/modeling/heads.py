@@ -6,6 +6,7 @@ from keras import ops
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.initializers import create_initializer, dense
 from bert_tf.modeling.layer_norm import LayerNorm
+from bert_tf.modeling.serialization import BertConfigured
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -22,11 +23,13 @@ def gather_indexes(sequence_tensor, positions):
     return ops.reshape(gathered, (-1, ops.shape(sequence_tensor)[-1]))
 
 
-class MaskedLMTransform(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedLMTransform(BertConfigured, keras.layers.Layer):
     """`transform`: dense [H, H] with `hidden_act`, then LayerNorm."""
 
     def __init__(self, config, name="transform", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.hidden_size = config.hidden_size
         self.dense = dense(config.hidden_size, config, self.dtype_policy, get_activation(config.hidden_act))
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
@@ -39,18 +42,36 @@ class MaskedLMTransform(keras.layers.Layer):
         return self.layer_norm(self.dense(x))
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class TiedOutputLogits(keras.layers.Layer):
     """`x @ word_embeddings^T + output_bias`: the MLM output layer, tied to the input embeddings.
 
-    It holds `output_bias` but does not create it: `MaskedLMHead` creates it in its own scope
-    (so the path is `cls/predictions/output_bias`) after the transform, and hands it over, so
-    that Keras lists it after `transform/*`, in the original's creation order.
+    Its only variable, `output_bias` [vocab_size], is created with the layer, in the name scope
+    open at that moment rather than a scope of its own. `MaskedLMHead` constructs this layer in
+    its `build`, after the transform, so the bias is `cls/predictions/output_bias` and Keras
+    lists it after `transform/*`, both as in the original.
     """
 
-    def __init__(self, output_bias, name="output_logits", **kwargs):
+    def __init__(self, vocab_size, name="output_logits", **kwargs):
+        """Args:
+        vocab_size: Number of logits, the rows of the word embedding table.
+        name: Layer name (no variable path includes it).
+        """
         super().__init__(name=name, **kwargs)
-        self.output_bias = output_bias
+        self.vocab_size = vocab_size
+        self.output_bias = keras.Variable(
+            initializer="zeros",
+            shape=(vocab_size,),
+            dtype=self.variable_dtype,
+            trainable=self.trainable,
+            name="output_bias",
+        )
         self.built = True
+
+    def get_config(self):
+        config = super().get_config()
+        config["vocab_size"] = self.vocab_size
+        return config
 
     def call(self, x, word_embeddings):
         """Args:
@@ -63,27 +84,24 @@ class TiedOutputLogits(keras.layers.Layer):
         return ops.matmul(x, ops.transpose(word_embeddings)) + self.output_bias
 
 
-class MaskedLMHead(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedLMHead(BertConfigured, keras.layers.Layer):
     """`predictions`: log-probabilities over the vocabulary at the masked positions."""
 
     def __init__(self, config, name="predictions", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "predictions".
         """
-        super().__init__(name=name, **kwargs)
-        self.vocab_size = config.vocab_size
-        self.transform = MaskedLMTransform(config, dtype=self.dtype_policy)
+        super().__init__(config, name=name, **kwargs)
+        self.transform = MaskedLMTransform(self.config, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         self.transform.build()
-        output_bias = keras.Variable(
-            initializer="zeros",
-            shape=(self.vocab_size,),
-            dtype=self.variable_dtype,
-            name="output_bias",
+        # Constructed here, in this layer's scope, after the transform: see TiedOutputLogits.
+        self.output_logits = TiedOutputLogits(
+            self.config.vocab_size, dtype=self.dtype_policy, trainable=self.trainable
         )
-        self.output_logits = TiedOutputLogits(output_bias, dtype=self.dtype_policy)
 
     def call(self, sequence_output, masked_lm_positions, word_embeddings):
         """Args:
@@ -99,7 +117,8 @@ class MaskedLMHead(keras.layers.Layer):
         return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
 
 
-class NextSentenceHead(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class NextSentenceHead(BertConfigured, keras.layers.Layer):
     """`seq_relationship`: `log_softmax(pooled @ output_weights^T + output_bias)`.
 
     `output_weights` is [2, H] (transposed relative to a Keras Dense kernel). Class 0 means
@@ -107,9 +126,9 @@ class NextSentenceHead(keras.layers.Layer):
     """
 
     def __init__(self, config, name="seq_relationship", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.hidden_size = config.hidden_size
-        self.initializer = create_initializer(config.initializer_range)
+        super().__init__(config, name=name, **kwargs)
+        self.hidden_size = self.config.hidden_size
+        self.initializer = create_initializer(self.config.initializer_range)
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
@@ -128,13 +147,14 @@ class NextSentenceHead(keras.layers.Layer):
         return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
 
 
-class PretrainingHeads(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class PretrainingHeads(BertConfigured, keras.layers.Layer):
     """`cls`: the masked LM head, then the next-sentence head."""
 
     def __init__(self, config, name="cls", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.predictions = MaskedLMHead(config, dtype=self.dtype_policy)
-        self.seq_relationship = NextSentenceHead(config, dtype=self.dtype_policy)
+        super().__init__(config, name=name, **kwargs)
+        self.predictions = MaskedLMHead(self.config, dtype=self.dtype_policy)
+        self.seq_relationship = NextSentenceHead(self.config, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         self.predictions.build()

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class LayerNorm(keras.layers.Layer):
     """Normalises each token over its features: `gamma * (x - mean) / sqrt(var + eps) + beta`.
 

@@ -2,34 +2,15 @@
 
 import keras
 
-from bert_tf.config import BertConfig
 from bert_tf.modeling.embeddings import Embeddings
 from bert_tf.modeling.encoder import Encoder
 from bert_tf.modeling.heads import PretrainingHeads
 from bert_tf.modeling.pooler import Pooler
-
-
-def _as_config(config):
-    return config if isinstance(config, BertConfig) else BertConfig.from_dict(config)
-
-
-class _SerializableByBertConfig:
-    """Keras (de)serialisation of a model whose whole structure follows from its `BertConfig`."""
-
-    def get_config(self):
-        return {
-            "config": self.config.to_dict(),
-            "name": self.name,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+from bert_tf.modeling.serialization import BertConfigured
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertModel(_SerializableByBertConfig, keras.Model):
+class BertModel(BertConfigured, keras.Model):
     """The `bert` scope of the original: embeddings, encoder and pooler.
 
     Every variable's `path` is its name in a Google checkpoint
@@ -48,8 +29,7 @@ class BertModel(_SerializableByBertConfig, keras.Model):
         config: A `BertConfig` (or its dict).
         name: Top-level scope; "bert" gives the original's variable names.
         """
-        super().__init__(name=name, **kwargs)
-        self.config = _as_config(config)
+        super().__init__(config, name=name, **kwargs)
         self.embeddings = Embeddings(self.config, dtype=self.dtype_policy)
         self.encoder = Encoder(self.config, dtype=self.dtype_policy)
         self.pooler = Pooler(self.config, dtype=self.dtype_policy)
@@ -73,7 +53,7 @@ class BertModel(_SerializableByBertConfig, keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(_SerializableByBertConfig, keras.Model):
+class BertPretrainer(BertConfigured, keras.Model):
     """`BertModel` plus the two pretraining heads of the original (`cls/predictions`,
     `cls/seq_relationship`).
 
@@ -83,8 +63,7 @@ class BertPretrainer(_SerializableByBertConfig, keras.Model):
     """
 
     def __init__(self, config, name="bert_pretrainer", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.config = _as_config(config)
+        super().__init__(config, name=name, **kwargs)
         self.bert = BertModel(self.config, dtype=self.dtype_policy)
         self.cls = PretrainingHeads(self.config, dtype=self.dtype_policy)
         # Built here, outside this model's own scope, so the paths start with `cls/` as the

@@ -4,17 +4,20 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.initializers import dense
+from bert_tf.modeling.serialization import BertConfigured
 
 
-class Pooler(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Pooler(BertConfigured, keras.layers.Layer):
     """Pools a sequence into the hidden state of its first ([CLS]) token, through a tanh dense."""
 
     def __init__(self, config, name="pooler", **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "pooler".
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.hidden_size = config.hidden_size
         self.dense = dense(config.hidden_size, config, self.dtype_policy, ops.tanh)
 

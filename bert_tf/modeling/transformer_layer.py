@@ -6,9 +6,11 @@ from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import Attention
 from bert_tf.modeling.dense_output import DenseOutput
 from bert_tf.modeling.initializers import dense
+from bert_tf.modeling.serialization import BertConfigured
 
 
-class TransformerLayer(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class TransformerLayer(BertConfigured, keras.layers.Layer):
     """`attention` -> `intermediate` (dense to I with `hidden_act`) -> `output`.
 
     Creates, in order: `attention/self/{query,key,value}`, `attention/output/{dense,LayerNorm}`,
@@ -17,10 +19,11 @@ class TransformerLayer(keras.layers.Layer):
 
     def __init__(self, config, name, **kwargs):
         """Args:
-        config: A `BertConfig`.
+        config: A `BertConfig` (or its dict).
         name: Variable scope, `layer_{i}` in the original.
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.hidden_size = config.hidden_size
         self.attention = Attention(config, dtype=self.dtype_policy)
         self.intermediate = Intermediate(config, dtype=self.dtype_policy)
@@ -45,11 +48,13 @@ class TransformerLayer(keras.layers.Layer):
         return self.output_block(intermediate_output, attention_output, training=training)
 
 
-class Intermediate(keras.layers.Layer):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Intermediate(BertConfigured, keras.layers.Layer):
     """`intermediate/dense`: the widening dense layer [H, I] with `hidden_act`."""
 
     def __init__(self, config, name="intermediate", **kwargs):
-        super().__init__(name=name, **kwargs)
+        super().__init__(config, name=name, **kwargs)
+        config = self.config
         self.hidden_size = config.hidden_size
         self.dense = dense(
             config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act)

@@ -66,12 +66,19 @@ class GraphTokenizer(tf.Module):
     Args:
       vocab_file: The model's `vocab.txt`.
       do_lower_case: True for uncased models.
+
+    Raises:
+      ValueError: The vocab cannot be read, or lacks `[CLS]`, `[SEP]` or `[UNK]`; the message
+        names the file and the token.
     """
 
     def __init__(self, vocab_file, do_lower_case=True, name=None):
         super().__init__(name=name)
         self.do_lower_case = do_lower_case
         vocab = load_vocab(vocab_file)
+        for token in ("[CLS]", "[SEP]", "[UNK]"):
+            if token not in vocab:
+                raise ValueError(f"{vocab_file}: the vocab has no {token} token, which GraphTokenizer needs")
         self.vocab_size = max(vocab.values()) + 1
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 

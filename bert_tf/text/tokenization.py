@@ -1,6 +1,6 @@
 """The original's `FullTokenizer` (basic tokenization, then greedy WordPiece), same API, same output.
 
-The rules, from the original code (SPEC.md §6):
+The rules, from the original code (BUILD_NOTES.md, "Tokenizer", lists the ones easy to get wrong):
 1. Clean: drop NUL, U+FFFD and control characters (categories Cc and Cf, but not tab, newline,
    carriage return); whitespace (space, tab, newline, carriage return, category Zs) becomes a
    space.
@@ -118,8 +118,26 @@ def load_vocab(vocab_file):
 
 
 def convert_by_vocab(vocab, items):
-    """Maps each item through `vocab` (tokens to ids, or ids to tokens)."""
+    """Maps each item through `vocab` (tokens to ids, or ids to tokens); an unknown item raises `KeyError`."""
     return [vocab[item] for item in items]
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    """The ids of `tokens` in `vocab` (`{token: id}`, as `load_vocab` returns it).
+
+    Raises:
+      KeyError: A token is not in `vocab` (tokens from `FullTokenizer.tokenize` always are).
+    """
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    """The tokens of `ids` in `inv_vocab` (`{id: token}`, as `FullTokenizer.inv_vocab`).
+
+    Raises:
+      KeyError: An id is not in `inv_vocab`.
+    """
+    return convert_by_vocab(inv_vocab, ids)
 
 
 def whitespace_tokenize(text):
@@ -308,7 +326,7 @@ class FullTokenizer:
         return tokens
 
     def convert_tokens_to_ids(self, tokens):
-        return convert_by_vocab(self.vocab, tokens)
+        return convert_tokens_to_ids(self.vocab, tokens)
 
     def convert_ids_to_tokens(self, ids):
-        return convert_by_vocab(self.inv_vocab, ids)
+        return convert_ids_to_tokens(self.inv_vocab, ids)
