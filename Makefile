@@ -33,9 +33,14 @@ $(VENV)/.demo-installed: $(STAMP)
 demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
-bench: install
+$(VENV)/.bench-installed: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
+	$(PY) benchmarks/trainer_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

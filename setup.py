@@ -22,6 +22,8 @@ setup(
     extras_require={
         # `make demo` draws the pretraining loss curve; the package itself does not need it.
         "demo": ["matplotlib==3.11.2"],
+        # `make bench`: the peers the benchmarks compare against (never imported by bert_tf).
+        "bench": ["keras-hub==0.32.0"],
         "test": [
             "pytest==9.0.3",
             "hypothesis==6.155.2",

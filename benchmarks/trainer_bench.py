@@ -1,0 +1,178 @@
+"""Training throughput of run_pretraining.py's step against keras-hub's BertMaskedLM, same CPU, same run.
+
+    python benchmarks/trainer_bench.py [--rounds=3] [--configs=tiny,base]
+
+Shapes: BERT-tiny (L=2, H=128, A=2) at batch 32 and BERT-base (L=12, H=768, A=12) at batch 8,
+sequence length 128, 20 masked positions, vocabulary 30,522, dropout 0.1, one synthetic batch
+repeated (the input pipeline is left out of both).
+
+- `bert_tf`: `bert_tf.training.step.TrainStep`, the step tools/run_pretraining.py runs (masked LM
+  and next-sentence heads, the original's AdamWeightDecay, clipping), one `train(iterator, n)`
+  call for the timed steps, as with --iterations_per_loop; `bert_tf + XLA` the same with
+  --jit_compile.
+- `keras-hub`: `keras_hub.models.BertMaskedLM` (masked LM head only: no next-sentence head, which
+  counts against bert_tf) with `compile()`'s defaults, trained with `fit` on the same arrays. Run
+  only when keras-hub is installed (`make bench` installs the `bench` extra); it is not a
+  dependency of bert_tf.
+
+Every figure is measured in its own process; the systems alternate within each round and the
+median over rounds is reported, with each system's examples/s and the ratios to keras-hub.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CONFIGS = {
+    "tiny": dict(layers=2, hidden=128, heads=2, intermediate=512, batch=32, steps=40),
+    "base": dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=8, steps=4),
+}
+SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
+SYSTEMS = ("bert_tf", "bert_tf_xla", "keras_hub")
+LABELS = {"bert_tf": "bert_tf", "bert_tf_xla": "bert_tf + XLA", "keras_hub": "keras-hub fit"}
+
+
+def synthetic_batch(batch, seed=0):
+    """Random ids, full-length rows in two segments, 20 distinct masked positions per row."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    positions = np.sort(
+        np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False) for _ in range(batch)])
+    )
+    return {
+        "input_ids": rng.randint(1000, VOCAB, size=(batch, SEQ)).astype("int32"),
+        "input_mask": np.ones((batch, SEQ), "int32"),
+        "segment_ids": (np.arange(SEQ)[None] >= SEQ // 2).repeat(batch, 0).astype("int32"),
+        "masked_lm_positions": positions.astype("int32"),
+        "masked_lm_ids": rng.randint(1000, VOCAB, size=(batch, PREDICTIONS)).astype("int32"),
+        "masked_lm_weights": np.ones((batch, PREDICTIONS), "float32"),
+        "next_sentence_labels": rng.randint(0, 2, size=(batch, 1)).astype("int32"),
+    }
+
+
+def run_bert_tf(shape, jit_compile):
+    import tensorflow as tf
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from bert_tf import BertConfig
+    from bert_tf.training.optimization import create_optimizer
+    from bert_tf.training.pretraining import PretrainingTask
+    from bert_tf.training.step import TrainStep
+
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=shape["hidden"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        intermediate_size=shape["intermediate"],
+        type_vocab_size=2,
+    )
+    task = PretrainingTask(config)
+    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10000, num_warmup_steps=100)
+    step = TrainStep(task, optimizer, tf.distribute.get_strategy(), jit_compile=jit_compile)
+    iterator = iter(tf.data.Dataset.from_tensors(synthetic_batch(shape["batch"])).repeat())
+    step.train(iterator, tf.constant(2))  # trace (and compile) outside the timing
+    optimizer.iterations.numpy()
+    start = time.perf_counter()
+    step.train(iterator, tf.constant(shape["steps"]))
+    optimizer.iterations.numpy()  # wait for the steps
+    return shape["steps"] * shape["batch"] / (time.perf_counter() - start), {}
+
+
+def run_keras_hub(shape):
+    import keras_hub
+    import tensorflow as tf
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=shape["layers"],
+        num_heads=shape["heads"],
+        hidden_dim=shape["hidden"],
+        intermediate_dim=shape["intermediate"],
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+    )
+    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model.compile()  # keras-hub's defaults
+    batch = synthetic_batch(shape["batch"])
+    x = {
+        "token_ids": batch["input_ids"],
+        "padding_mask": batch["input_mask"],
+        "segment_ids": batch["segment_ids"],
+        "mask_positions": batch["masked_lm_positions"],
+    }
+    data = tf.data.Dataset.from_tensors((x, batch["masked_lm_ids"], batch["masked_lm_weights"])).repeat()
+    model.fit(data, steps_per_epoch=2, epochs=1, verbose=0)  # trace outside the timing
+    start = time.perf_counter()
+    model.fit(data, steps_per_epoch=shape["steps"], epochs=1, verbose=0)
+    seconds = time.perf_counter() - start
+    return shape["steps"] * shape["batch"] / seconds, {"jit_compile": str(model.jit_compile)}
+
+
+def measure(system, config):
+    """Runs one system in a fresh process; returns (examples/s, notes) or None if unavailable."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--worker", system, "--configs", config],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    for line in result.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    if "No module named 'keras_hub'" in result.stderr:
+        return None
+    raise RuntimeError(f"{system} {config} failed:\n{result.stderr[-3000:]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--configs", default="tiny,base")
+    parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        shape = CONFIGS[args.configs]
+        if args.worker == "keras_hub":
+            rate, notes = run_keras_hub(shape)
+        else:
+            rate, notes = run_bert_tf(shape, jit_compile=args.worker == "bert_tf_xla")
+        print("RESULT " + json.dumps([rate, notes]))
+        return
+
+    for config in args.configs.split(","):
+        shape = CONFIGS[config]
+        rates = {system: [] for system in SYSTEMS}
+        notes = {}
+        for _ in range(args.rounds):
+            for system in SYSTEMS:
+                result = measure(system, config)
+                if result is not None:
+                    rates[system].append(result[0])
+                    notes.update(result[1])
+        print(
+            f"\n{config}: L={shape['layers']} H={shape['hidden']} A={shape['heads']}, "
+            f"batch {shape['batch']}, seq {SEQ}, {PREDICTIONS} predictions; "
+            f"median of {args.rounds} alternated rounds"
+        )
+        medians = {s: statistics.median(r) for s, r in rates.items() if r}
+        for system, median in medians.items():
+            spread = ", ".join(f"{r:.1f}" for r in rates[system])
+            print(f"  {LABELS[system]:<16} {median:8.1f} examples/s  (rounds: {spread})")
+        if "keras_hub" in medians:
+            print(f"  keras-hub compile() defaults: jit_compile={notes.get('jit_compile')}")
+            for system in ("bert_tf", "bert_tf_xla"):
+                print(f"  {LABELS[system]} / keras-hub: {medians[system] / medians['keras_hub']:.2f}x")
+            print("  (bert_tf trains the next-sentence head too; keras-hub's BertMaskedLM has none)")
+        else:
+            print("  keras-hub is not installed: no peer figure (pip install keras-hub, or make bench)")
+
+
+if __name__ == "__main__":
+    main()
