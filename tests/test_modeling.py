@@ -106,6 +106,34 @@ def test_outputs_match_the_original(pretrainer, reference, batch_name):
         np.testing.assert_allclose(got[key], batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}")
 
 
+@pytest.mark.parametrize("batch_name", mf.BATCHES)
+def test_losses_from_logits_are_the_originals(pretrainer, reference, batch_name):
+    """The fused softmax cross-entropy on the heads' logits gives the original's losses."""
+    batch = reference[batch_name]
+    out = pretrainer(mf.model_inputs(batch))
+    np.testing.assert_allclose(
+        np.asarray(out["masked_lm_log_probs"]),
+        np.asarray(keras.ops.log_softmax(out["masked_lm_logits"], axis=-1)),
+        rtol=0,
+        atol=1e-6,
+    )
+    mlm, mlm_example = masked_lm_loss(
+        out["masked_lm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"], from_logits=True
+    )
+    nsp, nsp_example = next_sentence_loss(
+        out["next_sentence_logits"], batch["next_sentence_labels"], from_logits=True
+    )
+    for key, value in (
+        ("masked_lm_loss", mlm),
+        ("masked_lm_example_loss", mlm_example),
+        ("next_sentence_loss", nsp),
+        ("next_sentence_example_loss", nsp_example),
+    ):
+        np.testing.assert_allclose(
+            np.asarray(value), batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}"
+        )
+
+
 def test_dropout_only_in_training(pretrainer, reference):
     batch = reference["b1"]
     inputs = mf.model_inputs(batch)

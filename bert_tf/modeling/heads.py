@@ -10,7 +10,9 @@ from bert_tf.modeling.serialization import BertConfigured
 
 
 def gather_indexes(sequence_tensor, positions):
-    """Gathers the vectors at `positions` of each sequence.
+    """Gathers the vectors at `positions` of each sequence, as the original's `gather_indexes`:
+    rows `positions + b * seq` of the sequence flattened to [batch * seq, H] (a row gather,
+    whose gradient is a sparse update of those rows).
 
     Args:
       sequence_tensor: float [batch, seq, H].
@@ -19,8 +21,11 @@ def gather_indexes(sequence_tensor, positions):
     Returns:
       float [batch * P, H], rows in batch-major order as the original flattens them.
     """
-    gathered = ops.take_along_axis(sequence_tensor, ops.expand_dims(positions, -1), axis=1)
-    return ops.reshape(gathered, (-1, ops.shape(sequence_tensor)[-1]))
+    batch, seq = ops.shape(sequence_tensor)[0], ops.shape(sequence_tensor)[1]
+    offsets = ops.expand_dims(ops.arange(batch, dtype=positions.dtype) * ops.cast(seq, positions.dtype), -1)
+    flat_positions = ops.reshape(positions + offsets, (-1,))
+    flat_sequence = ops.reshape(sequence_tensor, (-1, sequence_tensor.shape[-1]))
+    return ops.take(flat_sequence, flat_positions, axis=0)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -86,7 +91,7 @@ class TiedOutputLogits(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class MaskedLMHead(BertConfigured, keras.layers.Layer):
-    """`predictions`: log-probabilities over the vocabulary at the masked positions."""
+    """`predictions`: logits over the vocabulary at the masked positions."""
 
     def __init__(self, config, name="predictions", **kwargs):
         """Args:
@@ -110,16 +115,15 @@ class MaskedLMHead(BertConfigured, keras.layers.Layer):
           word_embeddings: the [V, H] word embedding table (the tied output weights).
 
         Returns:
-          float32 [batch * P, V] log-probabilities.
+          float32 [batch * P, V] logits.
         """
         x = self.transform(gather_indexes(sequence_output, masked_lm_positions))
-        logits = self.output_logits(x, word_embeddings)
-        return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        return ops.cast(self.output_logits(x, word_embeddings), "float32")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(BertConfigured, keras.layers.Layer):
-    """`seq_relationship`: `log_softmax(pooled @ output_weights^T + output_bias)`.
+    """`seq_relationship`: the logits `pooled @ output_weights^T + output_bias`.
 
     `output_weights` is [2, H] (transposed relative to a Keras Dense kernel). Class 0 means
     "B is the real next sentence", class 1 "B is random".
@@ -141,10 +145,10 @@ class NextSentenceHead(BertConfigured, keras.layers.Layer):
           pooled_output: float [batch, H].
 
         Returns:
-          float32 [batch, 2] log-probabilities.
+          float32 [batch, 2] logits.
         """
         logits = ops.matmul(pooled_output, ops.transpose(self.output_weights)) + self.output_bias
-        return ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        return ops.cast(logits, "float32")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -162,7 +166,7 @@ class PretrainingHeads(BertConfigured, keras.layers.Layer):
 
     def call(self, sequence_output, pooled_output, masked_lm_positions, word_embeddings):
         """Returns:
-        (masked_lm_log_probs [batch * P, V], next_sentence_log_probs [batch, 2]).
+        (masked_lm_logits [batch * P, V], next_sentence_logits [batch, 2]), float32.
         """
-        masked_lm_log_probs = self.predictions(sequence_output, masked_lm_positions, word_embeddings)
-        return masked_lm_log_probs, self.seq_relationship(pooled_output)
+        masked_lm_logits = self.predictions(sequence_output, masked_lm_positions, word_embeddings)
+        return masked_lm_logits, self.seq_relationship(pooled_output)

@@ -3,35 +3,53 @@
 from keras import ops
 
 
-def masked_lm_loss(masked_lm_log_probs, masked_lm_ids, masked_lm_weights):
+def negative_log_likelihood(predictions, labels, from_logits=False):
+    """`-log p(label)` of each row.
+
+    Args:
+      predictions: float [N, C] log-probabilities, or logits with `from_logits`.
+      labels: int labels, N of them in any shape.
+      from_logits: `predictions` are logits: a fused softmax cross-entropy, the cheaper way to
+        train (its gradient is `softmax - one_hot`, with no [N, C] log-probabilities kept).
+
+    Returns:
+      float [N].
+    """
+    labels = ops.reshape(labels, (-1,))
+    if from_logits:
+        return ops.sparse_categorical_crossentropy(labels, predictions, from_logits=True)
+    return -ops.take_along_axis(predictions, ops.expand_dims(labels, -1), axis=-1)[:, 0]
+
+
+def masked_lm_loss(masked_lm_log_probs, masked_lm_ids, masked_lm_weights, from_logits=False):
     """Weighted mean of `-log p(label)` over the real predictions.
 
     Args:
-      masked_lm_log_probs: float [batch * P, V].
+      masked_lm_log_probs: float [batch * P, V] (logits with `from_logits`).
       masked_lm_ids: int [batch, P] labels.
       masked_lm_weights: float [batch, P], 1.0 for real predictions and 0.0 for padding.
+      from_logits: See `negative_log_likelihood`.
 
     Returns:
       (loss, example_loss): `sum(w * nll) / (sum(w) + 1e-5)` and the unweighted
       per-slot `nll` [batch * P], padding slots included.
     """
-    labels = ops.reshape(masked_lm_ids, (-1, 1))
     weights = ops.cast(ops.reshape(masked_lm_weights, (-1,)), "float32")
-    example_loss = -ops.take_along_axis(masked_lm_log_probs, labels, axis=-1)[:, 0]
+    example_loss = negative_log_likelihood(masked_lm_log_probs, masked_lm_ids, from_logits)
     loss = ops.sum(weights * example_loss) / (ops.sum(weights) + 1e-5)
     return loss, example_loss
 
 
-def next_sentence_loss(next_sentence_log_probs, next_sentence_labels):
+def next_sentence_loss(next_sentence_log_probs, next_sentence_labels, from_logits=False):
     """Mean cross entropy of the next-sentence prediction.
 
     Args:
-      next_sentence_log_probs: float [batch, 2].
+      next_sentence_log_probs: float [batch, 2] (logits with `from_logits`).
       next_sentence_labels: int [batch, 1] or [batch]; 0 = B follows A, 1 = B is random.
+      from_logits: See `negative_log_likelihood`.
 
     Returns:
       (loss, example_loss [batch]).
     """
-    labels = ops.reshape(next_sentence_labels, (-1, 1))
-    example_loss = -ops.take_along_axis(next_sentence_log_probs, labels, axis=-1)[:, 0]
+    example_loss = negative_log_likelihood(next_sentence_log_probs, next_sentence_labels, from_logits)
     return ops.mean(example_loss), example_loss

@@ -1,6 +1,7 @@
 """`BertModel` and `BertPretrainer`: the layers assembled in the original's checkpoint layout."""
 
 import keras
+from keras import ops
 
 from bert_tf.modeling.embeddings import Embeddings
 from bert_tf.modeling.encoder import Encoder
@@ -58,8 +59,10 @@ class BertPretrainer(BertConfigured, keras.Model):
     `cls/seq_relationship`).
 
     Inputs: `BertModel`'s, plus int [batch, P] `masked_lm_positions`.
-    Outputs: `BertModel`'s, plus `masked_lm_log_probs` [batch * P, V] and
-    `next_sentence_log_probs` [batch, 2] (float32).
+    Outputs: `BertModel`'s, plus float32 `masked_lm_logits` and `masked_lm_log_probs`
+    [batch * P, V] (the original's flattened order), `next_sentence_logits` and
+    `next_sentence_log_probs` [batch, 2]. Losses take the logits (a fused softmax cross-entropy);
+    inside a `tf.function` the log-probabilities cost nothing when unused.
     """
 
     def __init__(self, config, name="bert_pretrainer", **kwargs):
@@ -73,7 +76,7 @@ class BertPretrainer(BertConfigured, keras.Model):
 
     def call(self, inputs, training=False):
         outputs = self.bert(inputs, training=training)
-        masked_lm_log_probs, next_sentence_log_probs = self.cls(
+        masked_lm_logits, next_sentence_logits = self.cls(
             outputs["sequence_output"],
             outputs["pooled_output"],
             inputs["masked_lm_positions"],
@@ -81,6 +84,8 @@ class BertPretrainer(BertConfigured, keras.Model):
         )
         return dict(
             outputs,
-            masked_lm_log_probs=masked_lm_log_probs,
-            next_sentence_log_probs=next_sentence_log_probs,
+            masked_lm_logits=masked_lm_logits,
+            masked_lm_log_probs=ops.log_softmax(masked_lm_logits, axis=-1),
+            next_sentence_logits=next_sentence_logits,
+            next_sentence_log_probs=ops.log_softmax(next_sentence_logits, axis=-1),
         )

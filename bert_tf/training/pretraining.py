@@ -59,15 +59,12 @@ class PretrainingTask:
           (`[sum(w * mlm_nll), sum(nsp_nll)]`, `{metric: (numerator, denominator)}`).
         """
         weights = ops.cast(ops.reshape(batch["masked_lm_weights"], (-1,)), "float32")
-        mlm_log_probs = outputs["masked_lm_log_probs"]
-        _, mlm_nll = masked_lm_loss(mlm_log_probs, batch["masked_lm_ids"], batch["masked_lm_weights"])
-        nsp_log_probs = outputs["next_sentence_log_probs"]
-        _, nsp_nll = next_sentence_loss(nsp_log_probs, batch["next_sentence_labels"])
+        mlm_logits, nsp_logits = outputs["masked_lm_logits"], outputs["next_sentence_logits"]
+        _, mlm_nll = masked_lm_loss(mlm_logits, batch["masked_lm_ids"], weights, from_logits=True)
+        _, nsp_nll = next_sentence_loss(nsp_logits, batch["next_sentence_labels"], from_logits=True)
 
-        mlm_ids = ops.cast(ops.reshape(batch["masked_lm_ids"], (-1,)), "int32")
-        mlm_correct = ops.cast(ops.argmax(mlm_log_probs, axis=-1) == mlm_ids, "float32")
-        nsp_labels = ops.cast(ops.reshape(batch["next_sentence_labels"], (-1,)), "int32")
-        nsp_correct = ops.cast(ops.argmax(nsp_log_probs, axis=-1) == nsp_labels, "float32")
+        mlm_correct = _is_top_prediction(mlm_logits, batch["masked_lm_ids"])
+        nsp_correct = _is_top_prediction(nsp_logits, batch["next_sentence_labels"])
         rows = ops.cast(ops.shape(nsp_nll)[0], "float32")
 
         mlm_sum, nsp_sum = ops.sum(weights * mlm_nll), ops.sum(nsp_nll)
@@ -78,6 +75,18 @@ class PretrainingTask:
             "next_sentence_accuracy": (ops.sum(nsp_correct), rows),
         }
         return [mlm_sum, nsp_sum], metrics
+
+
+def _is_top_prediction(logits, labels):
+    """1.0 where the label's logit is the largest of its row (the original's `argmax == label`).
+
+    Comparing with the row's maximum is a single reduction; `keras.ops.argmax` on TensorFlow
+    first rewrites negative zeros over the whole [batch * P, vocab] tensor, which made it as
+    costly as the loss. They differ only when another logit exactly equals the label's.
+    """
+    labels = ops.expand_dims(ops.reshape(ops.cast(labels, "int32"), (-1,)), -1)
+    label_logits = ops.take_along_axis(logits, labels, axis=-1)[:, 0]
+    return ops.cast(label_logits >= ops.max(logits, axis=-1), "float32")
 
 
 def check_records(input_files, max_seq_length, max_predictions_per_seq):
