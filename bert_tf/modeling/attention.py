@@ -46,27 +46,28 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         for projection in (self.query, self.key, self.value):
             projection.build((None, self.hidden_size))
 
-    def _split_heads(self, x):
-        """[batch, seq, H] -> [batch, heads, seq, head_size]."""
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+    def _split_heads(self, x, batch, seq):
+        """[batch, seq, H] or [batch * seq, H] -> [batch, heads, seq, head_size]."""
         x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, hidden_states, input_mask, training=False):
         """Args:
-          hidden_states: float [batch, seq, H].
+          hidden_states: float [batch, seq, H], or [batch * seq, H] (the encoder's layout).
           input_mask: [batch, seq], 1 for real tokens and 0 for padding. Every position attends
             to the real tokens only (`mask[b, from, to] = input_mask[b, to]`).
           training: Whether attention-probability dropout is on.
 
         Returns:
-          float [batch, seq, H], the concatenated context of all heads.
+          float, the concatenated context of all heads, in the shape of `hidden_states`.
         """
+        batch, seq = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
         # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
         # before Q K^T / sqrt(head_size) does.
-        query = self._split_heads(self.query(hidden_states)) * (1.0 / math.sqrt(self.head_size))
-        key = self._split_heads(self.key(hidden_states))
-        value = self._split_heads(self.value(hidden_states))
+        scale = 1.0 / math.sqrt(self.head_size)
+        query = self._split_heads(self.query(hidden_states), batch, seq) * scale
+        key = self._split_heads(self.key(hidden_states), batch, seq)
+        value = self._split_heads(self.value(hidden_states), batch, seq)
 
         scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
@@ -74,8 +75,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         probs = self.dropout(probs, training=training)
 
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
-        batch, seq = ops.shape(context)[0], ops.shape(context)[1]
-        return ops.reshape(context, (batch, seq, self.hidden_size))
+        return ops.reshape(context, ops.shape(hidden_states))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

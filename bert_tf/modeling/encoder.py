@@ -1,6 +1,7 @@
 """The `bert/encoder` stack: `num_hidden_layers` Transformer layers."""
 
 import keras
+from keras import ops
 
 from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.modeling.transformer_layer import TransformerLayer
@@ -8,7 +9,12 @@ from bert_tf.modeling.transformer_layer import TransformerLayer
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class Encoder(BertConfigured, keras.layers.Layer):
-    """`layer_0` ... `layer_{L-1}` applied in turn; returns every layer's output."""
+    """`layer_0` ... `layer_{L-1}` applied in turn; returns every layer's output.
+
+    As the original's `transformer_model`, the layers work on the sequence flattened to a
+    [batch * seq, H] matrix (a dense layer is then one matmul, which oneDNN fuses with its bias
+    and activation), and each layer's output is reshaped back to [batch, seq, H].
+    """
 
     def __init__(self, config, name="encoder", **kwargs):
         """Args:
@@ -34,8 +40,10 @@ class Encoder(BertConfigured, keras.layers.Layer):
         Returns:
           A list of L float [batch, seq, H] tensors, the output of each layer.
         """
+        shape = ops.shape(hidden_states)
+        hidden_states = ops.reshape(hidden_states, (-1, shape[-1]))
         all_layer_outputs = []
         for layer in self.transformer_layers:
             hidden_states = layer(hidden_states, input_mask, training=training)
-            all_layer_outputs.append(hidden_states)
+            all_layer_outputs.append(ops.reshape(hidden_states, shape))
         return all_layer_outputs
