@@ -305,3 +305,27 @@ def test_keras_format_round_trip(pretrainer, reference, tmp_path):
         batch["masked_lm_log_probs"],
         atol=1e-5,
     )
+
+
+@pytest.mark.parametrize("model_class, casts", [(BertModel, 0), (BertPretrainer, 1)])
+def test_mixed_precision_casts_the_word_table_at_most_once(model_class, casts):
+    """Autocasting the [V, H] table on every read costs a V x H cast each time: the lookup
+    gathers float32 rows, and only the tied MLM projection casts the table, once."""
+    import tensorflow as tf
+
+    config = BertConfig(
+        vocab_size=97, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    model = model_class(config, dtype="mixed_bfloat16")
+    inputs = {
+        "input_ids": tf.TensorSpec([2, 8], tf.int32),
+        "input_mask": tf.TensorSpec([2, 8], tf.int32),
+        "segment_ids": tf.TensorSpec([2, 8], tf.int32),
+    }
+    if model_class is BertPretrainer:
+        inputs["masked_lm_positions"] = tf.TensorSpec([2, 3], tf.int32)
+    graph = tf.function(lambda x: model(x)).get_concrete_function(inputs).graph
+    table_casts = [
+        op for op in graph.get_operations() if op.type == "Cast" and op.outputs[0].shape.as_list() == [97, 16]
+    ]
+    assert len(table_casts) == casts

@@ -14,6 +14,9 @@ class Embeddings(BertConfigured, keras.layers.Layer):
 
     Creates, in the original's order, `word_embeddings` [V, H], `token_type_embeddings` [T, H],
     `position_embeddings` [P, H], then `LayerNorm/beta` and `LayerNorm/gamma`.
+
+    Under mixed precision the tables are not autocast (a read would cast all V x H entries):
+    the rows are gathered and summed in float32, where the LayerNorm computes anyway.
     """
 
     def __init__(self, config, name="embeddings", **kwargs):
@@ -31,16 +34,19 @@ class Embeddings(BertConfigured, keras.layers.Layer):
         initializer = create_initializer(config.initializer_range)
         self.word_embeddings = self.add_weight(
             name="word_embeddings",
+            autocast=False,
             shape=(config.vocab_size, config.hidden_size),
             initializer=initializer,
         )
         self.token_type_embeddings = self.add_weight(
             name="token_type_embeddings",
+            autocast=False,
             shape=(config.type_vocab_size, config.hidden_size),
             initializer=initializer,
         )
         self.position_embeddings = self.add_weight(
             name="position_embeddings",
+            autocast=False,
             shape=(config.max_position_embeddings, config.hidden_size),
             initializer=initializer,
         )

@@ -86,7 +86,8 @@ class TiedOutputLogits(keras.layers.Layer):
         Returns:
           float [N, V] logits.
         """
-        return ops.matmul(x, ops.transpose(word_embeddings)) + self.output_bias
+        # The float32 table (not autocast, see Embeddings) is cast once, to x's dtype.
+        return ops.matmul(x, ops.transpose(ops.cast(word_embeddings, x.dtype))) + self.output_bias
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
