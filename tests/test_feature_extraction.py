@@ -71,6 +71,17 @@ def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
                 np.testing.assert_allclose(layer["values"], want[position], atol=1e-5)
 
 
+def test_the_forward_pass_is_compiled_once_for_a_partial_last_batch(fixtures_dir):
+    """Three batches, the last one short: it is padded, so the compiled pass is not retraced."""
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    examples = [features.InputExample(i, row["text"]) for i, row in enumerate(fixture_lines(5))]
+    results = list(
+        features.extract_features(model, FullTokenizer(VOCAB, True), examples, 32, [-1], batch_size=2)
+    )
+    assert [r["linex_index"] for r in results] == [0, 1, 2, 3, 4]
+    assert model.predict_function.experimental_get_tracing_count() == 1
+
+
 def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
     a, b = fixture_lines(2)
     seq_length = 32  # the pair has 44 wordpieces: truncated longest-first to 29

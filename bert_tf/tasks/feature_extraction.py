@@ -98,11 +98,14 @@ def extract_features(model, tokenizer, examples, max_seq_length, layer_indexes, 
             )
             for example in batch
         ]
+        # Every batch is padded to `batch_size` rows, so the compiled forward pass (Keras'
+        # predict function: a tf.function, or jit on JAX) is traced once.
+        padding = [[0] * max_seq_length] * (batch_size - len(packed))
         inputs = {
-            key: np.array([p[key] for p in packed], dtype=np.int32)
+            key: np.array([p[key] for p in packed] + padding, dtype=np.int32)
             for key in ("input_ids", "input_mask", "segment_ids")
         }
-        all_layers = bert(inputs, training=False)["all_encoder_layers"]
+        all_layers = bert.predict_on_batch(inputs)["all_encoder_layers"]
         selected = [np.asarray(all_layers[i]) for i in layer_indexes]
         for row, (example, p) in enumerate(zip(batch, packed, strict=True)):
             features = []
