@@ -329,3 +329,44 @@ def test_mixed_precision_casts_the_word_table_at_most_once(model_class, casts):
         op for op in graph.get_operations() if op.type == "Cast" and op.outputs[0].shape.as_list() == [97, 16]
     ]
     assert len(table_casts) == casts
+
+
+@pytest.mark.parametrize("dtype, rtol, atol", [("float32", 0, 1e-6), ("mixed_float16", 5e-3, 2e-3)])
+def test_attention_paths_agree(dtype, rtol, atol):
+    """Attention with dropout is computed step by step; without, by the backend's fused
+    attention. With the dropout off both give the same context."""
+    from bert_tf.modeling.attention import SelfAttention
+
+    config = BertConfig(
+        vocab_size=10,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=16,
+        attention_probs_dropout_prob=0.3,
+    )
+    layer = SelfAttention(config, dtype=dtype)
+    layer.build()
+    rng = np.random.RandomState(0)
+    q, k, v = (
+        keras.ops.convert_to_tensor(rng.normal(size=(2, 5, 4, 8)), layer.compute_dtype) for _ in range(3)
+    )
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "float32")
+    adder = keras.ops.convert_to_tensor((1.0 - mask[:, None, None, :]) * -10000.0)
+    explicit = layer.attention_with_dropout(q, k, v, adder, training=False)
+    fused = keras.ops.dot_product_attention(q, k, v, bias=adder, scale=1.0)
+    # float16 contexts may differ in their last bits (a few ulps: 2^-10 relative each).
+    np.testing.assert_allclose(
+        np.asarray(explicit, "float32"), np.asarray(fused, "float32"), rtol=rtol, atol=atol
+    )
+    # Padding is ignored: changing the padded keys' values changes nothing on either path.
+    v2 = keras.ops.where(keras.ops.convert_to_tensor(mask[:, :, None, None] == 0), 100.0, v)
+    np.testing.assert_allclose(
+        np.asarray(
+            layer.attention_with_dropout(q, k, keras.ops.cast(v2, layer.compute_dtype), adder, False),
+            "float32",
+        ),
+        np.asarray(explicit, "float32"),
+        rtol=rtol,
+        atol=atol,
+    )

@@ -46,10 +46,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         for projection in (self.query, self.key, self.value):
             projection.build((None, self.hidden_size))
 
-    def _split_heads(self, x, batch, seq):
-        """[batch, seq, H] or [batch * seq, H] -> [batch, heads, seq, head_size]."""
-        x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 1, 3))
+    def _heads(self, x, batch, seq):
+        """[batch, seq, H] or [batch * seq, H] -> [batch, seq, heads, head_size]."""
+        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
 
     def call(self, hidden_states, input_mask, training=False):
         """Args:
@@ -64,18 +63,35 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         batch, seq = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
         # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
         # before Q K^T / sqrt(head_size) does.
-        scale = 1.0 / math.sqrt(self.head_size)
-        query = self._split_heads(self.query(hidden_states), batch, seq) * scale
-        key = self._split_heads(self.key(hidden_states), batch, seq)
-        value = self._split_heads(self.value(hidden_states), batch, seq)
-
-        scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
+        query = self._heads(self.query(hidden_states), batch, seq) * (1.0 / math.sqrt(self.head_size))
+        key = self._heads(self.key(hidden_states), batch, seq)
+        value = self._heads(self.value(hidden_states), batch, seq)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
+        if training and self.dropout.rate > 0:
+            context = self.attention_with_dropout(query, key, value, adder, training)
+        else:
+            # The backend's fused attention (flash attention where it has one); the softmax is
+            # computed in float32.
+            context = ops.dot_product_attention(query, key, value, bias=adder, scale=1.0)
+        return ops.reshape(context, ops.shape(hidden_states))
+
+    def attention_with_dropout(self, query, key, value, adder, training):
+        """`softmax(Q K^T + adder)` with dropout on the probabilities, then `P V`, step by step.
+
+        Args:
+          query: [batch, seq, heads, head_size], already scaled by `1 / sqrt(head_size)`.
+          key, value: [batch, seq, heads, head_size].
+          adder: float32 [batch, 1, 1, seq], 0 for real tokens and -10000 for padding.
+          training: Whether the dropout is applied.
+
+        Returns:
+          [batch, seq, heads, head_size].
+        """
+        query, key, value = (ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value))
+        scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
         probs = ops.cast(ops.softmax(scores + adder, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-
-        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
-        return ops.reshape(context, ops.shape(hidden_states))
+        return ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
