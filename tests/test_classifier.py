@@ -325,7 +325,9 @@ def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, fixtures_dir):
     """tools/run_classifier.py on the bundled keyword task, its dev set replaced by the training
-    set (accuracy on its own training data), from google_tiny's random weights. About 40 s."""
+    set (accuracy on its own training data), from google_tiny's random weights. About 40 s.
+    These settings reached accuracy 1.0 for each of 16 seeds (and 6 with XLA); at 1e-3 and 10
+    epochs 2 seeds of 8 stayed at chance."""
     workdir = tmp_path_factory.mktemp("classifier")
     data_dir = workdir / "data"
     shutil.copytree(DEMO, data_dir)
@@ -345,9 +347,9 @@ def trained(tmp_path_factory, fixtures_dir):
         "--do_predict",
         "--max_seq_length=24",
         "--train_batch_size=16",
-        "--learning_rate=1e-3",
-        "--num_train_epochs=10",
-        "--iterations_per_loop=20",
+        "--learning_rate=3e-4",
+        "--num_train_epochs=15",
+        "--iterations_per_loop=30",
         "--seed=1",
     ]
     result = subprocess.run(
@@ -366,7 +368,7 @@ def test_learns_the_keyword_task_to_90_percent_on_its_training_set(trained):
     _, output_dir, _ = trained
     got = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
     assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
-    assert got["global_step"] == str(int(96 / 16 * 10))  # the original's step arithmetic
+    assert got["global_step"] == str(int(96 / 16 * 15))  # the original's step arithmetic
     assert float(got["eval_accuracy"]) >= 0.9, got
 
 
@@ -378,7 +380,7 @@ def test_writes_one_record_per_example_and_one_result_row_per_test_example(train
     rows = [line.split("\t") for line in (output_dir / "test_results.tsv").read_text().splitlines()]
     assert len(rows) == 16 and all(len(row) == 2 for row in rows)
     np.testing.assert_allclose([sum(map(float, row)) for row in rows], 1.0, atol=1e-6)
-    names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-60")).get_variable_to_shape_map()
+    names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-90")).get_variable_to_shape_map()
     assert {
         "output_weights",
         "output_bias",
