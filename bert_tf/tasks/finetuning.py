@@ -117,7 +117,8 @@ def define_flags(**defaults):
     integer(
         "max_seq_length",
         fields["max_seq_length"],
-        "Total input length after WordPiece tokenization; longer inputs are truncated, shorter padded.",
+        "Total input length after WordPiece tokenization; longer inputs are truncated (split into "
+        "windows by the tagger), shorter ones padded.",
     )
     boolean("do_train", fields["do_train"], "Whether to run training.")
     boolean("do_eval", fields["do_eval"], "Whether to run eval on the dev set.")
