@@ -41,6 +41,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
 	$(PY) benchmarks/trainer_bench.py
+	$(PY) benchmarks/finetuning_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

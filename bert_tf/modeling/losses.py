@@ -1,24 +1,24 @@
-"""The pretraining losses of the original, in `keras.ops`."""
+"""The losses of the original, in `keras.ops`."""
 
 from keras import ops
 
 
 def negative_log_likelihood(predictions, labels, from_logits=False):
-    """`-log p(label)` of each row.
+    """`-log p(label)` of every row.
 
     Args:
-      predictions: float [N, C] log-probabilities, or logits with `from_logits`.
-      labels: int labels, N of them in any shape.
+      predictions: float [..., C] log-probabilities, or logits with `from_logits`.
+      labels: int [...] class ids.
       from_logits: `predictions` are logits: a fused softmax cross-entropy, the cheaper way to
-        train (its gradient is `softmax - one_hot`, with no [N, C] log-probabilities kept).
+        train (its gradient is `softmax - one_hot`, with no [..., C] log-probabilities kept).
 
     Returns:
-      float [N].
+      float [...].
     """
-    labels = ops.reshape(labels, (-1,))
+    labels = ops.cast(labels, "int32")
     if from_logits:
         return ops.sparse_categorical_crossentropy(labels, predictions, from_logits=True)
-    return -ops.take_along_axis(predictions, ops.expand_dims(labels, -1), axis=-1)[:, 0]
+    return -ops.take_along_axis(predictions, ops.expand_dims(labels, -1), axis=-1)[..., 0]
 
 
 def masked_lm_loss(masked_lm_log_probs, masked_lm_ids, masked_lm_weights, from_logits=False):
@@ -35,7 +35,9 @@ def masked_lm_loss(masked_lm_log_probs, masked_lm_ids, masked_lm_weights, from_l
       per-slot `nll` [batch * P], padding slots included.
     """
     weights = ops.cast(ops.reshape(masked_lm_weights, (-1,)), "float32")
-    example_loss = negative_log_likelihood(masked_lm_log_probs, masked_lm_ids, from_logits)
+    example_loss = negative_log_likelihood(
+        masked_lm_log_probs, ops.reshape(masked_lm_ids, (-1,)), from_logits
+    )
     loss = ops.sum(weights * example_loss) / (ops.sum(weights) + 1e-5)
     return loss, example_loss
 
@@ -51,5 +53,7 @@ def next_sentence_loss(next_sentence_log_probs, next_sentence_labels, from_logit
     Returns:
       (loss, example_loss [batch]).
     """
-    example_loss = negative_log_likelihood(next_sentence_log_probs, next_sentence_labels, from_logits)
+    example_loss = negative_log_likelihood(
+        next_sentence_log_probs, ops.reshape(next_sentence_labels, (-1,)), from_logits
+    )
     return ops.mean(example_loss), example_loss
