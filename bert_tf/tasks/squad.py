@@ -1,0 +1,769 @@
+"""SQuAD 1.1 and 2.0 as the original's `run_squad.py`: examples, features, the span head and its
+loss, and the n-best prediction writer.
+
+Reading (`read_squad_examples`): each paragraph is split on whitespace into `doc_tokens`, and
+every character is mapped to the word it belongs to (or, for whitespace, to the word before
+it). A training answer becomes the words its characters cover; if those words do not contain
+the answer's text, the question is skipped with a warning. Under SQuAD 2.0 a training question
+may be `is_impossible` (no answer; positions -1).
+
+Features (`convert_examples_to_features`): the question's WordPieces (cut to
+`max_query_length`) and a window of the document's WordPieces, `[CLS] question [SEP] window
+[SEP]`, segment 0 then 1, zero-padded to `max_seq_length`. The windows are
+`max_seq_length - len(question) - 3` tokens long and start `min(length, doc_stride)` tokens
+apart until one reaches the end, so a long document gives several features, numbered
+`unique_id` = 1000000000, 1000000001, ... across the whole file. A token that several windows
+contain is scored only in the one where it has the most context: the largest
+`min(tokens left, tokens right) + 0.01 * window length`, the first window on a tie. A training
+answer is first narrowed to the WordPieces that spell its text, where some do
+(`_improve_answer_span`); a window that does not contain the whole answer, or an impossible
+question, is labelled position 0 ([CLS]).
+
+Head: `cls/squad/output_weights` [2, H] and `cls/squad/output_bias` [2] on the last encoder
+layer: per token, a start and an end logit. The loss is the mean of the start and end cross
+entropies over the sequence positions.
+
+Predictions (`compute_predictions`, `write_predictions`): for each feature, every pair of the
+`n_best_size` best starts and ends that lies in the document, starts in a token's max-context
+window, and spans at most `max_answer_length` tokens is a candidate scored `start + end
+logit`. The best candidates of a question (over all its features, duplicates of the same text
+dropped) form its n-best list, with softmax probabilities over the list. Each answer's WordPieces
+are projected back onto the original words (`get_final_text`), which keeps the original case,
+accents and punctuation. Under SQuAD 2.0 the null answer ("") scores the lowest
+`start_logits[0] + end_logits[0]` of the question's features; the question is answered "" when
+that score minus the best non-null answer's exceeds `null_score_diff_threshold`, and the
+difference is written to `null_odds.json`.
+"""
+
+import collections
+import dataclasses
+import functools
+import json
+import logging
+import math
+import re
+
+import keras
+import numpy as np
+from keras import ops
+
+from bert_tf.files import atomic_output
+from bert_tf.modeling import BertModel
+from bert_tf.modeling.initializers import create_initializer
+from bert_tf.text.tokenization import BasicTokenizer, whitespace_tokenize
+
+logger = logging.getLogger(__name__)
+
+FIRST_UNIQUE_ID = 1000000000
+
+# The feature names of the original's records: every record, then training records only.
+FEATURE_NAMES = ("unique_ids", "input_ids", "input_mask", "segment_ids")
+TRAINING_FEATURE_NAMES = ("start_positions", "end_positions", "is_impossible")
+
+# The characters `read_squad_examples` splits paragraphs on (U+202F, the narrow no-break space,
+# included, as the original does).
+_DOC_WORD = re.compile("[^ \t\r\n\u202f]+")
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question on one paragraph.
+
+    Attributes:
+      qas_id: The question's `id`.
+      question_text: The question.
+      doc_tokens: The paragraph's whitespace-separated words (shared by its questions).
+      orig_answer_text: Training only: the answer's text ("" when impossible).
+      start_position, end_position: Training only: the first and last word of the answer in
+        `doc_tokens` (-1 when impossible).
+      is_impossible: Training under SQuAD 2.0 only: the question has no answer.
+    """
+
+    qas_id: str
+    question_text: str
+    doc_tokens: list
+    orig_answer_text: str = None
+    start_position: int = None
+    end_position: int = None
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class InputFeatures:
+    """One window of one example, as the original's `InputFeatures`.
+
+    Attributes:
+      unique_id: 1000000000 for the first feature of the file, then counting up.
+      example_index: The example's position in the list converted.
+      doc_span_index: The window's position among the example's windows.
+      tokens: `[CLS] question [SEP] window [SEP]` (unpadded).
+      token_to_orig_map: `{position in tokens: word index in doc_tokens}` for the window.
+      token_is_max_context: `{position in tokens: bool}` for the window.
+      input_ids, input_mask, segment_ids: `max_seq_length` ints each.
+      start_position, end_position: Training only: the answer's positions in `tokens` (0 when
+        the window does not hold it or the question is impossible).
+      is_impossible: The example's.
+    """
+
+    unique_id: int
+    example_index: int
+    doc_span_index: int
+    tokens: list
+    token_to_orig_map: dict
+    token_is_max_context: dict
+    input_ids: list
+    input_mask: list
+    segment_ids: list
+    start_position: int = None
+    end_position: int = None
+    is_impossible: bool = False
+
+
+DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def split_paragraph(text):
+    """Splits a paragraph on whitespace, as the original's `read_squad_examples`.
+
+    Returns:
+      (words, word_of_char): the words, and for each character of `text` the index of its word;
+      whitespace belongs to the word before it (-1 before the first word).
+    """
+    words, word_of_char = [], []
+    for match in _DOC_WORD.finditer(text):
+        word_of_char.extend([len(words) - 1] * (match.start() - len(word_of_char)))
+        word_of_char.extend([len(words)] * (match.end() - match.start()))
+        words.append(match.group())
+    word_of_char.extend([len(words) - 1] * (len(text) - len(word_of_char)))
+    return words, word_of_char
+
+
+def _load_squad_json(input_file):
+    """The `data` list of a SQuAD JSON file.
+
+    Raises:
+      ValueError: The file cannot be read or is not SQuAD JSON; the message names it.
+    """
+    try:
+        with open(input_file, encoding="utf-8") as reader:
+            data = json.load(reader)["data"]
+    except OSError as e:
+        raise ValueError(f"{input_file}: cannot read the SQuAD file ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{input_file}: not JSON ({e})") from None
+    except (KeyError, TypeError):
+        raise ValueError(f'{input_file}: not SQuAD JSON (no top-level "data" list)') from None
+    if not isinstance(data, list):
+        raise ValueError(f'{input_file}: not SQuAD JSON ("data" is not a list)')
+    return data
+
+
+def _training_answer(example, qa, word_of_char, version_2_with_negative, where):
+    """Sets the answer fields of a training example; False if its answer must be skipped.
+
+    Raises:
+      ValueError: `is_impossible` is missing under SQuAD 2.0, or an answerable question does not
+        have exactly one answer.
+    """
+    if version_2_with_negative:
+        if "is_impossible" not in qa:
+            raise ValueError(
+                f"{where}: no 'is_impossible' (a SQuAD 1.1 file with --version_2_with_negative?)"
+            )
+        example.is_impossible = bool(qa["is_impossible"])
+    if example.is_impossible:
+        example.orig_answer_text, example.start_position, example.end_position = "", -1, -1
+        return True
+    answers = qa.get("answers", [])
+    if len(answers) != 1:
+        raise ValueError(f"{where}: {len(answers)} answers; a training question needs exactly 1")
+    text, offset = answers[0]["text"], answers[0]["answer_start"]
+    last = offset + len(text) - 1
+    found = ""
+    if text and offset >= 0 and last < len(word_of_char):
+        example.start_position, example.end_position = word_of_char[offset], word_of_char[last]
+        found = " ".join(example.doc_tokens[example.start_position : example.end_position + 1])
+    # A text that the words at its offset do not contain (usually Unicode the splitting treats
+    # differently) cannot be a training target.
+    wanted = " ".join(whitespace_tokenize(text))
+    if not text or wanted not in found:
+        logger.warning("%s: skipped: answer %r is not at offset %d (found %r)", where, wanted, offset, found)
+        return False
+    example.orig_answer_text = text
+    return True
+
+
+def read_squad_examples(input_file, is_training, version_2_with_negative=False):
+    """Reads a SQuAD JSON file into `SquadExample`s, in file order.
+
+    Args:
+      input_file: A SQuAD 1.1 or 2.0 JSON file.
+      is_training: Read the answers (one per question) as training targets.
+      version_2_with_negative: SQuAD 2.0: training questions carry `is_impossible`.
+
+    Returns:
+      A list of `SquadExample`. A training question whose answer text is not at its offset is
+      left out, with a warning naming it.
+
+    Raises:
+      ValueError: The file is not SQuAD JSON, or a training question has no single answer;
+        the message names the file and question.
+    """
+    examples = []
+    for entry in _load_squad_json(input_file):
+        try:
+            for paragraph in entry["paragraphs"]:
+                doc_tokens, word_of_char = split_paragraph(paragraph["context"])
+                for qa in paragraph["qas"]:
+                    example = SquadExample(qa["id"], qa["question"], doc_tokens)
+                    where = f"{input_file}: question {example.qas_id}"
+                    if is_training and not _training_answer(
+                        example, qa, word_of_char, version_2_with_negative, where
+                    ):
+                        continue
+                    examples.append(example)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{input_file}: not SQuAD JSON (missing {e})") from None
+    return examples
+
+
+# -- features -------------------------------------------------------------------------------
+
+
+def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_answer_text):
+    """The narrowest WordPiece span inside `[input_start, input_end]` that spells the answer.
+
+    The answer's words may carry more than the answer ("(1895-1943)." for "1895"); their
+    WordPieces often hold it exactly. Starts are tried left to right and, for each, ends right
+    to left; without a match the span is kept (e.g. "Japan" inside "Japanese").
+
+    Returns:
+      (start, end) WordPiece indexes.
+    """
+    answer = " ".join(tokenizer.tokenize(orig_answer_text))
+    for start in range(input_start, input_end + 1):
+        for end in range(input_end, start - 1, -1):
+            if " ".join(doc_tokens[start : end + 1]) == answer:
+                return start, end
+    return input_start, input_end
+
+
+def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+    """The windows over a document of `num_tokens` WordPieces (none for an empty document).
+
+    Returns:
+      A list of `DocSpan(start, length)`.
+    """
+    spans = []
+    start = 0
+    while start < num_tokens:
+        length = min(num_tokens - start, max_tokens_for_doc)
+        spans.append(DocSpan(start, length))
+        if start + length == num_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def max_context_spans(spans, num_tokens):
+    """For each WordPiece of the document, the window in which it has the most context.
+
+    Context is `min(tokens to the left, tokens to the right) + 0.01 * window length`; on a
+    tie the earlier window wins.
+
+    Returns:
+      A list of window indexes, one per WordPiece.
+    """
+    if len(spans) <= 1:
+        return [0] * num_tokens
+    scores = np.full((len(spans), num_tokens), -np.inf)
+    for index, span in enumerate(spans):
+        left = np.arange(span.length)
+        scores[index, span.start : span.start + span.length] = (
+            np.minimum(left, span.length - 1 - left) + 0.01 * span.length
+        )
+    return scores.argmax(axis=0).tolist()  # the first of equal maxima: the earlier window
+
+
+class _DocTokenizer:
+    """WordPiece-tokenizes an example's words, reusing the result for the paragraph's next
+    question (the questions of a paragraph share one `doc_tokens` list)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self._words = None
+        self._result = None
+
+    def __call__(self, words):
+        """Returns (pieces, piece_to_word, word_to_first_piece)."""
+        if words is not self._words:
+            pieces, piece_to_word, word_to_first_piece = [], [], []
+            for index, word in enumerate(words):
+                word_to_first_piece.append(len(pieces))
+                word_pieces = self.tokenizer.tokenize(word)
+                pieces.extend(word_pieces)
+                piece_to_word.extend([index] * len(word_pieces))
+            self._words, self._result = words, (pieces, piece_to_word, word_to_first_piece)
+        return self._result
+
+
+def _example_features(example, doc_tokenizer, max_seq_length, doc_stride, max_query_length, is_training):
+    """The features of one example, without `unique_id` and `example_index`."""
+    tokenizer = doc_tokenizer.tokenizer
+    query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
+    pieces, piece_to_word, word_to_first_piece = doc_tokenizer(example.doc_tokens)
+
+    if is_training and not example.is_impossible:
+        answer_start = word_to_first_piece[example.start_position]
+        if example.end_position + 1 < len(example.doc_tokens):
+            answer_end = word_to_first_piece[example.end_position + 1] - 1
+        else:
+            answer_end = len(pieces) - 1
+        answer_start, answer_end = _improve_answer_span(
+            pieces, answer_start, answer_end, tokenizer, example.orig_answer_text
+        )
+
+    # [CLS], [SEP] and [SEP] take 3 positions.
+    max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
+    if max_tokens_for_doc < 1:
+        raise ValueError(
+            f"question {example.qas_id}: --max_seq_length={max_seq_length} leaves no room for the "
+            f"document after its {len(query_tokens)} question tokens (lower --max_query_length)"
+        )
+    spans = doc_spans(len(pieces), max_tokens_for_doc, doc_stride)
+    best_span = max_context_spans(spans, len(pieces))
+    doc_offset = len(query_tokens) + 2
+    features = []
+    for span_index, span in enumerate(spans):
+        window = range(span.start, span.start + span.length)
+        positions = range(doc_offset, doc_offset + span.length)
+        tokens = ["[CLS]", *query_tokens, "[SEP]", *pieces[span.start : span.start + span.length], "[SEP]"]
+        segment_ids = [0] * doc_offset + [1] * (span.length + 1)
+        input_ids = tokenizer.convert_tokens_to_ids(tokens)
+        padding = [0] * (max_seq_length - len(tokens))
+        start_position = end_position = None
+        if is_training:
+            start_position = end_position = 0
+            if not example.is_impossible and span.start <= answer_start and answer_end < window.stop:
+                start_position = answer_start - span.start + doc_offset
+                end_position = answer_end - span.start + doc_offset
+        features.append(
+            InputFeatures(
+                unique_id=None,
+                example_index=None,
+                doc_span_index=span_index,
+                tokens=tokens,
+                token_to_orig_map=dict(
+                    zip(positions, piece_to_word[window.start : window.stop], strict=True)
+                ),
+                token_is_max_context={
+                    i: best_span[p] == span_index for i, p in zip(positions, window, strict=True)
+                },
+                input_ids=input_ids + padding,
+                input_mask=[1] * len(input_ids) + padding,
+                segment_ids=segment_ids + padding,
+                start_position=start_position,
+                end_position=end_position,
+                is_impossible=example.is_impossible,
+            )
+        )
+    return features
+
+
+def convert_examples_to_features(
+    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+):
+    """The features of `examples`, as the original's `convert_examples_to_features`.
+
+    Args:
+      examples: `SquadExample`s.
+      tokenizer: A `FullTokenizer`.
+      max_seq_length: Tokens per feature, padding included.
+      doc_stride: The most tokens a window starts after the previous one.
+      max_query_length: Question WordPieces kept.
+      is_training: Label the answer positions.
+
+    Yields:
+      `InputFeatures` in example order, `unique_id` from 1000000000.
+
+    Raises:
+      ValueError: `max_seq_length` leaves no room for the document after a question.
+    """
+    doc_tokenizer = _DocTokenizer(tokenizer)
+    unique_id = FIRST_UNIQUE_ID
+    for example_index, example in enumerate(examples):
+        for feature in _example_features(
+            example, doc_tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+        ):
+            feature.unique_id, feature.example_index = unique_id, example_index
+            unique_id += 1
+            yield feature
+
+
+def feature_values(feature, is_training):
+    """The original's record of a feature: `{name: list of ints}` in its feature order."""
+    values = {
+        "unique_ids": [feature.unique_id],
+        "input_ids": feature.input_ids,
+        "input_mask": feature.input_mask,
+        "segment_ids": feature.segment_ids,
+    }
+    if is_training:
+        values["start_positions"] = [feature.start_position]
+        values["end_positions"] = [feature.end_position]
+        values["is_impossible"] = [int(feature.is_impossible)]
+    return values
+
+
+# -- predictions ----------------------------------------------------------------------------
+
+_Candidate = collections.namedtuple(
+    "_Candidate", ["feature_index", "start_index", "end_index", "start_logit", "end_logit"]
+)
+_Answer = collections.namedtuple("_Answer", ["text", "start_logit", "end_logit"])
+
+
+@functools.lru_cache(maxsize=2)
+def _basic_tokenizer(do_lower_case):
+    return BasicTokenizer(do_lower_case=do_lower_case)
+
+
+def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
+    """Projects a predicted answer (normalised WordPiece text) onto the original words.
+
+    `orig_text` (the words the answer's WordPieces came from) is basic-tokenized again; where
+    `pred_text` occurs in that, and the two agree character for character once spaces are
+    removed, the characters of `pred_text` are mapped onto `orig_text`. "steve smith" in
+    "Steve Smith's" gives "Steve Smith". Where the alignment fails (e.g. the tokenizer
+    changed the number of characters), the whole of `orig_text` is returned.
+
+    Args:
+      pred_text: The answer's WordPieces joined, "##" removed.
+      orig_text: The original words the answer's WordPieces belong to, joined by spaces.
+      do_lower_case: The tokenizer's setting.
+      verbose_logging: Log why an alignment failed.
+
+    Returns:
+      The answer text as it is written in the document.
+    """
+    tok_text = " ".join(_basic_tokenizer(do_lower_case).tokenize(orig_text))
+    start = tok_text.find(pred_text)
+    if start == -1:
+        reason = f"Unable to find text: {pred_text!r} in {orig_text!r}"
+    else:
+        end = start + len(pred_text) - 1
+        orig_chars = [i for i, char in enumerate(orig_text) if char != " "]
+        tok_chars = [i for i, char in enumerate(tok_text) if char != " "]
+        if len(orig_chars) != len(tok_chars):
+            reason = f"Length not equal after stripping spaces: {orig_text!r} vs {tok_text!r}"
+        else:
+            # Non-space characters correspond one to one, in order.
+            rank_of_tok_char = {position: rank for rank, position in enumerate(tok_chars)}
+            return orig_text[orig_chars[rank_of_tok_char[start]] : orig_chars[rank_of_tok_char[end]] + 1]
+    if verbose_logging:
+        logger.info(reason)
+    return orig_text
+
+
+def _best_indexes(logits, n_best_size):
+    """Positions of the `n_best_size` largest logits, largest first (ties: lower position)."""
+    return np.argsort(-np.asarray(logits), kind="stable")[:n_best_size].tolist()
+
+
+def _softmax(scores):
+    top = max(scores)
+    exps = [math.exp(score - top) for score in scores]
+    total = sum(exps)
+    return [x / total for x in exps]
+
+
+def _is_valid_answer(feature, start, end, max_answer_length):
+    """A span inside the document window, starting at a max-context token, not too long."""
+    return (
+        start in feature.token_to_orig_map
+        and end in feature.token_to_orig_map
+        and feature.token_is_max_context.get(start, False)
+        and start <= end < start + max_answer_length
+    )
+
+
+def _answer_text(example, feature, start, end, do_lower_case, verbose_logging):
+    pieces = " ".join(feature.tokens[start : end + 1])
+    pred_text = " ".join(pieces.replace(" ##", "").replace("##", "").split())
+    first, last = feature.token_to_orig_map[start], feature.token_to_orig_map[end]
+    orig_text = " ".join(example.doc_tokens[first : last + 1])
+    return get_final_text(pred_text, orig_text, do_lower_case, verbose_logging)
+
+
+def compute_predictions(
+    all_examples,
+    all_features,
+    all_results,
+    n_best_size,
+    max_answer_length,
+    do_lower_case,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
+    verbose_logging=False,
+):
+    """The answers, n-best lists and null-score differences, as the original's
+    `write_predictions` computes them.
+
+    Args:
+      all_examples: The `SquadExample`s predicted.
+      all_features: Their `InputFeatures`.
+      all_results: A `RawResult(unique_id, start_logits, end_logits)` per feature.
+      n_best_size: Starts and ends tried per feature, and answers kept per question.
+      max_answer_length: The most WordPieces an answer spans.
+      do_lower_case: The tokenizer's setting (for `get_final_text`).
+      version_2_with_negative: SQuAD 2.0: consider the null answer.
+      null_score_diff_threshold: Answer "" when null score - best non-null score exceeds it.
+      verbose_logging: Log where `get_final_text` cannot align an answer.
+
+    Returns:
+      `(predictions, nbest, null_odds)`: ordered dicts keyed by question id of the answer
+      text, of the n-best list (`[{"text", "probability", "start_logit", "end_logit"}]`) and
+      (SQuAD 2.0; else empty) of the null score minus the best non-null score.
+    """
+    features_of_example = collections.defaultdict(list)
+    for feature in all_features:
+        features_of_example[feature.example_index].append(feature)
+    logits_of_feature = {
+        result.unique_id: (
+            np.asarray(result.start_logits, np.float64).tolist(),
+            np.asarray(result.end_logits, np.float64).tolist(),
+        )
+        for result in all_results
+    }
+
+    predictions, nbest_lists, null_odds = (collections.OrderedDict() for _ in range(3))
+    for example_index, example in enumerate(all_examples):
+        features = features_of_example[example_index]
+        candidates = []
+        # The null answer: the question's lowest [CLS] start + end score over its features.
+        null_score, null_start_logit, null_end_logit, null_feature = 1000000, 0, 0, 0
+        for feature_index, feature in enumerate(features):
+            start_logits, end_logits = logits_of_feature[feature.unique_id]
+            if version_2_with_negative and start_logits[0] + end_logits[0] < null_score:
+                null_score = start_logits[0] + end_logits[0]
+                null_start_logit, null_end_logit, null_feature = start_logits[0], end_logits[0], feature_index
+            ends = _best_indexes(end_logits, n_best_size)
+            for start in _best_indexes(start_logits, n_best_size):
+                for end in ends:
+                    if _is_valid_answer(feature, start, end, max_answer_length):
+                        candidates.append(
+                            _Candidate(feature_index, start, end, start_logits[start], end_logits[end])
+                        )
+        if version_2_with_negative:
+            candidates.append(_Candidate(null_feature, 0, 0, null_start_logit, null_end_logit))
+        candidates.sort(key=lambda c: c.start_logit + c.end_logit, reverse=True)
+
+        nbest, seen = [], set()
+        for candidate in candidates:
+            if len(nbest) >= n_best_size:
+                break
+            text = ""
+            if candidate.start_index > 0:
+                feature = features[candidate.feature_index]
+                text = _answer_text(
+                    example,
+                    feature,
+                    candidate.start_index,
+                    candidate.end_index,
+                    do_lower_case,
+                    verbose_logging,
+                )
+                if text in seen:
+                    continue
+            seen.add(text)
+            nbest.append(_Answer(text, candidate.start_logit, candidate.end_logit))
+        if version_2_with_negative and "" not in seen:
+            nbest.append(_Answer("", null_start_logit, null_end_logit))
+        if not nbest:  # no valid span at all: the original's placeholder answer
+            nbest.append(_Answer("empty", 0.0, 0.0))
+
+        probabilities = _softmax([answer.start_logit + answer.end_logit for answer in nbest])
+        nbest_lists[example.qas_id] = [
+            collections.OrderedDict(
+                text=answer.text, probability=p, start_logit=answer.start_logit, end_logit=answer.end_logit
+            )
+            for answer, p in zip(nbest, probabilities, strict=True)
+        ]
+        if not version_2_with_negative:
+            predictions[example.qas_id] = nbest[0].text
+            continue
+        best_non_null = next((answer for answer in nbest if answer.text), None)
+        if best_non_null is None:
+            # No span was valid (where the original fails): "" is the only answer, and the
+            # difference is taken to a non-null score of 0, the placeholder's.
+            null_odds[example.qas_id] = null_score
+            predictions[example.qas_id] = ""
+            continue
+        score_diff = null_score - best_non_null.start_logit - best_non_null.end_logit
+        null_odds[example.qas_id] = score_diff
+        predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_non_null.text
+    return predictions, nbest_lists, null_odds
+
+
+def write_predictions(
+    all_examples,
+    all_features,
+    all_results,
+    n_best_size,
+    max_answer_length,
+    do_lower_case,
+    output_prediction_file,
+    output_nbest_file,
+    output_null_log_odds_file,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
+    verbose_logging=False,
+):
+    """Writes `predictions.json`, `nbest_predictions.json` and (SQuAD 2.0) `null_odds.json`.
+
+    The arguments are `compute_predictions`'s and the three file names. Each file is the JSON
+    of an object keyed by question id, indented by 4, as the original writes it; each appears
+    complete or not at all.
+
+    Returns:
+      `compute_predictions`'s `(predictions, nbest, null_odds)`.
+    """
+    results = compute_predictions(
+        all_examples,
+        all_features,
+        all_results,
+        n_best_size,
+        max_answer_length,
+        do_lower_case,
+        version_2_with_negative,
+        null_score_diff_threshold,
+        verbose_logging,
+    )
+    outputs = [output_prediction_file, output_nbest_file]
+    if version_2_with_negative:
+        outputs.append(output_null_log_odds_file)
+    for path, values in zip(outputs, results, strict=False):
+        logger.info("Writing %s", path)
+        with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+            writer.write(json.dumps(values, indent=4) + "\n")
+    return results
+
+
+# -- model and loss -------------------------------------------------------------------------
+
+
+class SquadOutput(keras.layers.Layer):
+    """`squad` (under `cls`): a start and an end logit per token, `x @ output_weights^T + output_bias`.
+
+    `output_weights` is [2, H] (row 0 start, row 1 end), initialised truncated normal with
+    stddev 0.02 as the original's (not the config's `initializer_range`); `output_bias` [2]
+    starts at zero.
+    """
+
+    def __init__(self, hidden_size, name="squad", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.hidden_size = hidden_size
+
+    def build(self, input_shape=None):
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(2, self.hidden_size), initializer=create_initializer(0.02)
+        )
+        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+
+    def call(self, sequence_output):
+        """Args:
+          sequence_output: float [batch, seq, H].
+
+        Returns:
+          (start_logits, end_logits), float32 [batch, seq] each.
+        """
+        logits = ops.matmul(sequence_output, ops.transpose(self.output_weights)) + self.output_bias
+        logits = ops.cast(logits, "float32")
+        return logits[..., 0], logits[..., 1]
+
+
+class SquadModel(keras.Model):
+    """`BertModel` plus the span head: the original's `run_squad.create_model`.
+
+    Variables: the `bert/...` of `BertModel`, then `cls/squad/output_weights` [2, H] and
+    `cls/squad/output_bias` [2].
+
+    Inputs: `BertModel`'s dict (`input_ids`, `input_mask`, `segment_ids`; other keys ignored).
+    Outputs: a dict of float32 [batch, seq] `start_logits` and `end_logits`.
+    """
+
+    def __init__(self, config, name="squad_model", **kwargs):
+        """Args:
+        config: A `BertConfig`.
+        name: The model's name (not part of any variable path).
+        """
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.bert = BertModel(config, dtype=self.dtype_policy)
+        # Built here, outside this model's own scope, under `cls` as the original's.
+        with keras.name_scope("cls"):
+            self.squad = SquadOutput(config.hidden_size, dtype=self.dtype_policy)
+            self.squad.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        sequence_output = self.bert(inputs, training=training)["sequence_output"]
+        start_logits, end_logits = self.squad(sequence_output)
+        return {"start_logits": start_logits, "end_logits": end_logits}
+
+
+def position_nll(logits, positions):
+    """`-log softmax(logits)[position]` per row: the original's one-hot cross entropy.
+
+    Args:
+      logits: float32 [batch, seq].
+      positions: int [batch] (or [batch, 1]) positions in `[0, seq)`.
+
+    Returns:
+      float32 [batch].
+    """
+    positions = ops.reshape(ops.cast(positions, "int32"), (-1, 1))
+    log_probs = ops.log_softmax(logits, axis=-1)
+    return -ops.take_along_axis(log_probs, positions, axis=-1)[:, 0]
+
+
+class SquadTask:
+    """The span task on a `SquadModel`: the original's loss `(start_loss + end_loss) / 2`,
+    each the mean over the batch of the cross entropy of the labelled position.
+
+    Args:
+      config: A `BertConfig`.
+      dtype: The model's dtype policy (e.g. "mixed_bfloat16"); None for the global policy.
+    """
+
+    metric_names = ("start_loss", "end_loss", "start_accuracy", "end_accuracy")
+    loss_epsilons = (0.0,)
+
+    def __init__(self, config, dtype=None):
+        self.config = config
+        self.model = SquadModel(config, dtype=dtype)
+
+    @staticmethod
+    def loss_denominators(batch):
+        """`[rows]`: the loss is a mean over the batch."""
+        return [ops.cast(ops.shape(batch["start_positions"])[0], "float32")]
+
+    @staticmethod
+    def loss_terms(outputs, batch):
+        """`([(sum(start_nll) + sum(end_nll)) / 2], {metric: (numerator, denominator)})`."""
+        rows = ops.cast(ops.shape(batch["start_positions"])[0], "float32")
+        metrics, sums = {}, []
+        for side in ("start", "end"):
+            logits = outputs[f"{side}_logits"]
+            positions = ops.reshape(ops.cast(batch[f"{side}_positions"], "int32"), (-1,))
+            nll_sum = ops.sum(position_nll(logits, positions))
+            correct = ops.cast(ops.argmax(logits, axis=-1) == positions, "float32")
+            metrics[f"{side}_loss"] = (nll_sum, rows)
+            metrics[f"{side}_accuracy"] = (ops.sum(correct), rows)
+            sums.append(nll_sum)
+        return [(sums[0] + sums[1]) / 2.0], metrics
