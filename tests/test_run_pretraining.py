@@ -129,7 +129,11 @@ def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
     assert len(weights) == 30  # embeddings 5, one layer 16, pooler 2, heads 7
     assert all(f"{w}/adam_m" in names and f"{w}/adam_v" in names for w in weights)
     assert "global_step" in names
-    assert tf.train.get_checkpoint_state(str(output_dir)).all_model_checkpoint_paths[-1].endswith("model.ckpt-40")
+    assert (
+        tf.train.get_checkpoint_state(str(output_dir))
+        .all_model_checkpoint_paths[-1]
+        .endswith("model.ckpt-40")
+    )
     progress = [line for line in stderr.splitlines() if line.startswith("step ")]
     assert progress[0].startswith("step 5/40 | loss ") and progress[-1].startswith("step 40/40 | loss ")
     assert all(" examples/s | ETA " in line and "| lr " in line for line in progress)
@@ -208,7 +212,9 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workd
     assert result.returncode == 1
     error = result.stderr.strip().splitlines()[-1]
     # The restored shuffle buffer still holds clean records: NaN comes a few steps after 10.
-    match = re.match(r"error: step (\d+): the loss or its gradient is NaN or infinite; training stopped", error)
+    match = re.match(
+        r"error: step (\d+): the loss or its gradient is NaN or infinite; training stopped", error
+    )
     assert match and 10 <= int(match.group(1)) < 20, error
     assert "The latest checkpoint is " in error and error.split("The latest checkpoint is ")[1].startswith(
         str(output_dir / "model.ckpt-10")
@@ -234,21 +240,34 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
     run_pretraining(options)
     lines = (output_dir / "eval_results.txt").read_text().splitlines()
     got = dict(line.split(" = ") for line in lines)
-    assert list(got) == sorted(got) == [
-        "global_step",
-        "loss",
-        "masked_lm_accuracy",
-        "masked_lm_loss",
-        "next_sentence_accuracy",
-        "next_sentence_loss",
-    ]
+    assert (
+        list(got)
+        == sorted(got)
+        == [
+            "global_step",
+            "loss",
+            "masked_lm_accuracy",
+            "masked_lm_loss",
+            "next_sentence_accuracy",
+            "next_sentence_loss",
+        ]
+    )
     assert got["global_step"] == "0"
 
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
     spec = {
-        name: tf.io.FixedLenFeature([20 if name.startswith("masked") else 128], tf.float32 if "weights" in name else tf.int64)
-        for name in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+        name: tf.io.FixedLenFeature(
+            [20 if name.startswith("masked") else 128], tf.float32 if "weights" in name else tf.int64
+        )
+        for name in (
+            "input_ids",
+            "input_mask",
+            "segment_ids",
+            "masked_lm_positions",
+            "masked_lm_ids",
+            "masked_lm_weights",
+        )
     }
     spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
     records = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(RECORDS).take(12)]
@@ -281,8 +300,14 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
     [
         (dict(input_file="nothing_*.tfrecord"), r"--input_file: 'nothing_\*.tfrecord' matches no file"),
         (dict(max_seq_length=64), r"records have input_ids of length 128 but --max_seq_length=64"),
-        (dict(max_predictions_per_seq=10), r"masked_lm_positions of length 20 but --max_predictions_per_seq=10"),
-        (dict(train_batch_size=10, gradient_accumulation_steps=4), r"--train_batch_size=10 is not a positive multiple"),
+        (
+            dict(max_predictions_per_seq=10),
+            r"masked_lm_positions of length 20 but --max_predictions_per_seq=10",
+        ),
+        (
+            dict(train_batch_size=10, gradient_accumulation_steps=4),
+            r"--train_batch_size=10 is not a positive multiple",
+        ),
         (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
         (dict(do_train=False), r"at least one of --do_train or --do_eval"),
     ],

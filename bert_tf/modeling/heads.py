@@ -146,3 +146,64 @@ class PretrainingHeads(keras.layers.Layer):
         """
         masked_lm_log_probs = self.predictions(sequence_output, masked_lm_positions, word_embeddings)
         return masked_lm_log_probs, self.seq_relationship(pooled_output)
+
+
+def create_output_weights(num_outputs, hidden_size, initializer_range=0.02):
+    """The variables of a fine-tuning output layer of the original, in the current name scope.
+
+    The original's classifier (at the top level), SQuAD (`cls/squad`) and tagging
+    (`cls/tagging`, bert_tf's) heads each create `output_weights` [num_outputs, H] (truncated
+    normal, stddev 0.02) and `output_bias` [num_outputs] (zeros); see `output_logits`.
+
+    Returns:
+      (output_weights, output_bias) as `keras.Variable`s.
+    """
+    output_weights = keras.Variable(
+        initializer=create_initializer(initializer_range),
+        shape=(num_outputs, hidden_size),
+        name="output_weights",
+    )
+    output_bias = keras.Variable(initializer="zeros", shape=(num_outputs,), name="output_bias")
+    return output_weights, output_bias
+
+
+def output_logits(x, output_weights, output_bias):
+    """`x @ output_weights^T + output_bias`, in float32 (as the variables).
+
+    Args:
+      x: float [..., H] (any compute dtype).
+      output_weights: [num_outputs, H].
+      output_bias: [num_outputs].
+
+    Returns:
+      float32 [..., num_outputs] logits.
+    """
+    return ops.matmul(ops.cast(x, "float32"), ops.transpose(output_weights)) + output_bias
+
+
+class ClsOutput(keras.layers.Layer):
+    """A fine-tuning output layer under `cls/<scope>`: `cls/squad/output_weights` [2, H] and
+    `cls/squad/output_bias` [2] for the original's SQuAD head, `cls/tagging/...` for tagging.
+
+    Args:
+      scope: The scope under `cls` ("squad", "tagging").
+      num_outputs: Rows of `output_weights`.
+      hidden_size: H.
+
+    Build it in the owning model's `__init__` (outside the model's own scope), as
+    `BertPretrainer` builds `cls`, so that the paths start with `cls/`.
+    """
+
+    def __init__(self, scope, num_outputs, hidden_size, **kwargs):
+        super().__init__(name="cls", **kwargs)
+        self.scope = scope
+        self.num_outputs = num_outputs
+        self.hidden_size = hidden_size
+
+    def build(self, input_shape=None):
+        with keras.name_scope(self.scope):
+            self.output_weights, self.output_bias = create_output_weights(self.num_outputs, self.hidden_size)
+
+    def call(self, x):
+        """Returns float32 [..., num_outputs] logits of x [..., H]."""
+        return output_logits(x, self.output_weights, self.output_bias)

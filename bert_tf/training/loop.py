@@ -19,7 +19,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_google_checkpoint
+from bert_tf.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output
@@ -199,40 +199,67 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None):
     return results
 
 
-def evaluate(task, distribution, dataset, output_dir, max_eval_steps, init_checkpoint=None):
+def restore_for_inference(model, output_dir, init_checkpoint=None):
+    """Loads the latest checkpoint in `output_dir` into `model`, else `init_checkpoint`, as the
+    original's Estimator evaluates and predicts (its initialisation when `output_dir` has none).
+
+    Args:
+      model: The model (its weight paths are Google names).
+      output_dir: The training output directory.
+      init_checkpoint: Used when `output_dir` has no checkpoint (weights it lacks, e.g. a new
+        head, keep their initial values).
+
+    Returns:
+      The checkpoint's `global_step` (0 when it has none, or when nothing was loaded).
+
+    Raises:
+      ValueError: The checkpoint does not fit the model (names the variable and shapes).
+    """
+    prefix = tf.train.latest_checkpoint(output_dir)
+    if prefix:
+        load_google_checkpoint(model, prefix)
+    elif init_checkpoint:
+        prefix = init_checkpoint
+        initialise_weights(model, init_checkpoint)
+    else:
+        logger.warning("No checkpoint in %s and no --init_checkpoint: using random weights", output_dir)
+        return 0
+    reader = open_checkpoint(resolve_checkpoint_prefix(prefix))
+    return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+
+
+def evaluate(
+    task,
+    distribution,
+    dataset,
+    output_dir,
+    max_eval_steps,
+    init_checkpoint=None,
+    results_file="eval_results.txt",
+):
     """Evaluates the latest checkpoint in `output_dir` (else `init_checkpoint`) on `max_eval_steps`
     batches and writes `eval_results.txt` as the original (`key = value`, keys sorted).
 
     Args:
       task: The task; its model was built under the strategy's scope.
       distribution: A `Distribution`.
-      dataset: This worker's repeating `tf.data.Dataset` of eval batches.
+      dataset: This worker's `tf.data.Dataset` of eval batches (at least `max_eval_steps`).
       output_dir: Where the checkpoints are and the results go.
       max_eval_steps: Batches to evaluate.
       init_checkpoint: Used when `output_dir` has no checkpoint, as the original's Estimator
         evaluates its initialisation then.
+      results_file: The file in `output_dir` the results are written to; None writes none
+        (the caller adds to the results and writes them itself).
 
     Returns:
       `{"global_step": int, "loss": float, <task metrics>: float}`.
     """
-    prefix = tf.train.latest_checkpoint(output_dir)
-    if prefix:
-        load_google_checkpoint(task.model, prefix)
-    elif init_checkpoint:
-        prefix = init_checkpoint
-        initialise_weights(task.model, init_checkpoint)
-    else:
-        logger.warning("No checkpoint in %s and no --init_checkpoint: evaluating random weights", output_dir)
-    global_step = 0
-    if prefix:
-        reader = open_checkpoint(prefix)
-        if reader.has_tensor("global_step"):
-            global_step = int(reader.get_tensor("global_step"))
+    global_step = restore_for_inference(task.model, output_dir, init_checkpoint)
     eval_step = EvalStep(task, distribution.strategy, distribution.num_local_replicas)
     eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
     results = dict(eval_step.metrics.result(), global_step=global_step)
-    if distribution.is_chief:
-        write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+    if results_file and distribution.is_chief:
+        write_eval_results(results, os.path.join(output_dir, results_file))
     return results
 
 
@@ -242,6 +269,6 @@ def write_eval_results(results, path):
         for key in sorted(results):
             value = results[key]
             value = value if isinstance(value, int) else np.float32(value)
-            writer.write(f"{key} = {value}\n")
+            writer.write(f"{key} = {value!s}\n")  # str(): a float32 prints its shortest digits
     for key in sorted(results):
         logger.info("  %s = %s", key, results[key])

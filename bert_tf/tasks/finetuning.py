@@ -1,0 +1,516 @@
+"""What every fine-tuning tool shares (classifier, SQuAD, tagging): options, records, the runner.
+
+A task module reads its data, converts examples to features and supplies its model and task
+object; this module does the rest as the original's `run_classifier.py` and `run_squad.py` do.
+The API (stable; the task modules and tools build on it):
+
+- `FinetuningOptions`: the original's common flags and bert_tf's, as a dataclass; a task's own
+  options subclass it (`ClassifierOptions(FinetuningOptions)` adds `task_name`, `data_dir`, ...).
+  `define_flags(**defaults)` defines these flags in a tool (with the original's defaults, or the
+  ones given, e.g. `max_seq_length=384` for SQuAD); `options_from_flags(cls)` reads them back.
+- `train_steps(num_examples, train_batch_size, num_train_epochs)` and
+  `warmup_steps(num_train_steps, warmup_proportion)`: the original's step arithmetic,
+  `int(num_examples / train_batch_size * num_train_epochs)` and `int(steps * proportion)`.
+- `write_records(path, features)`: one `tf.train.Example` per dict of int (int64 list) or float
+  (float list) lists, keys in the dict's order, written atomically. `records_dataset(...)` reads
+  them back: int64 features as int32 (the original's `_decode_record`).
+- `FinetuningRunner(options)`: checks the options (before anything is read or written), loads the
+  config, makes the `tf.distribute` strategy and the `FullTokenizer` (`runner.tokenizer`), then:
+  - `runner.build(factory, *args)`: `factory(config, *args, dtype=...)` under the strategy's
+    scope (a task object or a model);
+  - `runner.train(task, train_file, name_to_features, num_examples)`: AdamWeightDecay with the
+    original's schedule and step arithmetic, through `bert_tf.training.loop.train` (resumes from
+    the latest checkpoint in `output_dir`, else initialises from `init_checkpoint`);
+  - `runner.evaluate(task, eval_file, name_to_features, num_records, more_results=None)`: one
+    exact pass over the records (the last batch padded with all-zero rows, which a task must
+    weight 0, e.g. through `is_real_example`), from the latest checkpoint in `output_dir`, else
+    `init_checkpoint`; writes `eval_results.txt`: `global_step`, `loss` (the mean of the batch
+    losses, as the Estimator's) and the task's metrics, renamed by `task.eval_keys` (e.g.
+    `accuracy` -> `eval_accuracy`), plus `more_results(model)`'s;
+  - `runner.restore(model)`: the latest checkpoint in `output_dir`, else `init_checkpoint`
+    (returns the global step);
+  - `runner.predict(model, predict_file, name_to_features, num_records, output_names)`: the
+    model's outputs for every record, in file order, as NumPy arrays (padding dropped).
+
+A task object (what `runner.train`/`evaluate` take; see `bert_tf.training.step`) has `model` (a
+Keras model called on the dict of features, returning a dict of outputs), `metric_names`,
+`loss_epsilons`, `loss_denominators(batch)`, `loss_terms(outputs, batch)` and, optionally,
+`eval_keys`. Its loss is normalised over the global batch by the step. Every trainable variable
+must get a gradient: a model whose loss does not use the pooler (SQuAD, tagging) sets
+`bert.pooler.trainable = False`, which is what the original's optimizer does with a variable
+without a gradient (no update, no Adam slots in the checkpoint).
+"""
+
+import dataclasses
+import logging
+import math
+import os
+
+logger = logging.getLogger(__name__)
+
+MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
+EVAL_RESULTS = "eval_results.txt"
+# The original's input_fn shuffles the repeated training records with this buffer.
+SHUFFLE_BUFFER = 100
+
+
+@dataclasses.dataclass
+class FinetuningOptions:
+    """The flags every fine-tuning tool has: the original's (with its defaults), then bert_tf's."""
+
+    vocab_file: str = None
+    bert_config_file: str = None
+    output_dir: str = None
+    init_checkpoint: str = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    use_tpu: bool = False
+    tpu_name: str = None
+    tpu_zone: str = None
+    gcp_project: str = None
+    master: str = None
+    strategy: str = "default"
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    seed: int = None
+    keep_checkpoint_max: int = 5
+
+
+def define_flags(**defaults):
+    """Defines the `FinetuningOptions` flags in absl (for a tool), with the original's help.
+
+    Args:
+      **defaults: Defaults that differ from the original classifier's (e.g. SQuAD's
+        `max_seq_length=384`).
+    """
+    from absl import flags
+
+    from bert_tf.training.distribution import STRATEGIES
+
+    fields = {field.name: field.default for field in dataclasses.fields(FinetuningOptions)}
+    unknown = sorted(set(defaults) - set(fields))
+    if unknown:
+        raise ValueError(f"define_flags: no such options {unknown}")
+    fields.update(defaults)
+    string, integer, boolean, real = (
+        flags.DEFINE_string,
+        flags.DEFINE_integer,
+        flags.DEFINE_bool,
+        flags.DEFINE_float,
+    )
+    string("vocab_file", fields["vocab_file"], "The vocabulary file that the BERT model was trained on.")
+    string("bert_config_file", fields["bert_config_file"], "The bert_config.json of the pre-trained model.")
+    string("output_dir", fields["output_dir"], "Where checkpoints, features and results are written.")
+    string("init_checkpoint", fields["init_checkpoint"], "Initial checkpoint (usually a pre-trained BERT).")
+    boolean("do_lower_case", fields["do_lower_case"], "True for uncased models, False for cased ones.")
+    integer(
+        "max_seq_length",
+        fields["max_seq_length"],
+        "Total input length after WordPiece tokenization; longer inputs are truncated, shorter padded.",
+    )
+    boolean("do_train", fields["do_train"], "Whether to run training.")
+    boolean("do_eval", fields["do_eval"], "Whether to run eval on the dev set.")
+    boolean("do_predict", fields["do_predict"], "Whether to run the model in inference mode on the test set.")
+    integer("train_batch_size", fields["train_batch_size"], "Total batch size for training.")
+    integer("eval_batch_size", fields["eval_batch_size"], "Total batch size for eval.")
+    integer("predict_batch_size", fields["predict_batch_size"], "Total batch size for predict.")
+    real("learning_rate", fields["learning_rate"], "The initial learning rate for Adam.")
+    real("num_train_epochs", fields["num_train_epochs"], "Total number of training epochs to perform.")
+    real(
+        "warmup_proportion",
+        fields["warmup_proportion"],
+        "Proportion of training with linear learning rate warm-up (0.1 = 10%).",
+    )
+    integer("save_checkpoints_steps", fields["save_checkpoints_steps"], "How often to save a checkpoint.")
+    integer(
+        "iterations_per_loop",
+        fields["iterations_per_loop"],
+        "Steps per compiled loop call (metrics are logged after each).",
+    )
+    boolean("use_tpu", fields["use_tpu"], "Run on a Cloud TPU (same as --strategy=tpu).")
+    string("tpu_name", fields["tpu_name"], "The Cloud TPU's name or grpc:// address.")
+    string("tpu_zone", fields["tpu_zone"], "GCE zone of the Cloud TPU.")
+    string("gcp_project", fields["gcp_project"], "GCP project of the Cloud TPU.")
+    string("master", fields["master"], "TensorFlow master URL (the TPU when --tpu_name is not given).")
+    integer("num_tpu_cores", 8, "Accepted for the original's scripts; TF2 uses every core of the TPU.")
+    flags.DEFINE_enum("strategy", fields["strategy"], list(STRATEGIES), "tf.distribute strategy.")
+    flags.DEFINE_enum(
+        "mixed_precision",
+        fields["mixed_precision"],
+        list(MIXED_PRECISION),
+        "Compute dtype; mixed_float16 uses dynamic loss scaling. Weights stay float32.",
+    )
+    boolean("jit_compile", fields["jit_compile"], "Compile the forward and backward pass with XLA.")
+    integer("seed", fields["seed"], "Seed of the head's initialisation, dropout and input shuffling.")
+    integer(
+        "keep_checkpoint_max", fields["keep_checkpoint_max"], "Checkpoints kept in --output_dir (0: all)."
+    )
+
+
+def options_from_flags(options_class):
+    """An `options_class` (a `FinetuningOptions` dataclass) filled from the absl flags of its fields."""
+    from absl import flags
+
+    values = flags.FLAGS
+    names = [field.name for field in dataclasses.fields(options_class) if field.name in values]
+    return options_class(**{name: values[name].value for name in names})
+
+
+def train_steps(num_examples, train_batch_size, num_train_epochs):
+    """The original's `int(num_examples / train_batch_size * num_train_epochs)`."""
+    return int(num_examples / train_batch_size * num_train_epochs)
+
+
+def warmup_steps(num_train_steps, warmup_proportion):
+    """The original's `int(num_train_steps * warmup_proportion)`."""
+    return int(num_train_steps * warmup_proportion)
+
+
+def _example(features):
+    import tensorflow as tf
+
+    feature = {}
+    for name, values in features.items():
+        values = list(values)
+        if values and isinstance(values[0], float):
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def write_records(path, features):
+    """Writes one `tf.train.Example` per feature dict to the TFRecord file `path`, atomically.
+
+    Args:
+      path: The output file; written under a temporary name and renamed when complete.
+      features: An iterable of dicts `name -> list` (ints are written as an int64 list, floats
+        as a float list), e.g. the original's `input_ids`, `input_mask`, `segment_ids`,
+        `label_ids`, `is_real_example`.
+
+    Returns:
+      The number of records written.
+    """
+    from bert_tf.data.examples import RecordWriter
+
+    count = 0
+    with RecordWriter([path]) as writer:
+        for feature in features:
+            writer.write(_example(feature).SerializeToString())
+            count += 1
+    return count
+
+
+def _cast_ints(features):
+    import tensorflow as tf
+
+    return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for name, t in features.items()}
+
+
+def records_dataset(
+    input_file,
+    name_to_features,
+    batch_size,
+    is_training,
+    input_context=None,
+    seed=None,
+    num_batches=None,
+):
+    """Batches of features from a TFRecord file of `write_records`.
+
+    Training (the original's `input_fn`): the records repeated, shuffled in a buffer of 100 and
+    batched, dropping the remainder. Otherwise: the records in file order, then all-zero rows up
+    to exactly `num_batches` full batches, so a finite set is covered once with static shapes;
+    the zero rows have `is_real_example` (and every other feature) 0.
+
+    Args:
+      input_file: The TFRecord file.
+      name_to_features: Name -> `tf.io.FixedLenFeature` of the records.
+      batch_size: Rows per batch (this worker's).
+      is_training: Repeat and shuffle.
+      input_context: A `tf.distribute.InputContext`; with several input pipelines each reads
+        every n-th record. None reads every record.
+      seed: The shuffle seed.
+      num_batches: The number of batches (not training); the file must not hold more rows.
+
+    Returns:
+      A `tf.data.Dataset` of dicts of int32 (and float32) [batch, ...] tensors.
+    """
+    import tensorflow as tf
+
+    dataset = tf.data.TFRecordDataset(input_file)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.repeat().shuffle(SHUFFLE_BUFFER, seed=seed)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+        dataset = dataset.map(
+            lambda records: _cast_ints(tf.io.parse_example(records, name_to_features)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        return dataset.prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.map(lambda record: _cast_ints(tf.io.parse_single_example(record, name_to_features)))
+    zeros = {
+        name: tf.zeros(spec.shape, tf.int32 if spec.dtype == tf.int64 else spec.dtype)
+        for name, spec in name_to_features.items()
+    }
+    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(zeros).repeat())
+    dataset = dataset.take(num_batches * batch_size).batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _validate(options):
+    if not (options.do_train or options.do_eval or options.do_predict):
+        raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
+    for flag in ("vocab_file", "bert_config_file", "output_dir"):
+        if not getattr(options, flag):
+            raise ValueError(f"--{flag} is required")
+    for flag in ("vocab_file", "bert_config_file"):
+        if not os.path.isfile(getattr(options, flag)):
+            raise ValueError(f"--{flag}: {getattr(options, flag)}: no such file")
+    if options.mixed_precision not in MIXED_PRECISION:
+        expected = ", ".join(MIXED_PRECISION)
+        raise ValueError(f"--mixed_precision: expected one of {expected}, got {options.mixed_precision!r}")
+    for flag in ("save_checkpoints_steps", "iterations_per_loop"):
+        if getattr(options, flag) < 1:
+            raise ValueError(f"--{flag} must be at least 1, got {getattr(options, flag)}")
+    if options.num_train_epochs <= 0:
+        raise ValueError(f"--num_train_epochs must be positive, got {options.num_train_epochs}")
+    if not 0 <= options.warmup_proportion <= 1:
+        raise ValueError(f"--warmup_proportion must be in [0, 1], got {options.warmup_proportion}")
+
+
+class FinetuningRunner:
+    """Runs the training, evaluation and prediction of a fine-tuning task (module docstring).
+
+    Args:
+      options: A `FinetuningOptions` (or a task's subclass of it).
+
+    Raises:
+      ValueError: Bad options (names the flag): none of do_train/do_eval/do_predict, a missing
+        file, a vocabulary that does not fit the config, `max_seq_length` above
+        `max_position_embeddings`, `do_lower_case` against a released checkpoint's name, or a
+        batch size that does not divide into the replicas.
+    """
+
+    def __init__(self, options):
+        import keras
+
+        from bert_tf.config import BertConfig
+        from bert_tf.export.bert import check_vocab_and_length
+        from bert_tf.files import makedirs
+        from bert_tf.text import tokenization
+        from bert_tf.training.distribution import create_distribution
+
+        _validate(options)
+        self.options = options
+        tokenization.validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+        self.config = BertConfig.from_json_file(options.bert_config_file)
+        try:
+            check_vocab_and_length(self.config, options.vocab_file, options.max_seq_length)
+        except ValueError as e:
+            raise ValueError(f"--vocab_file/--max_seq_length: {e}") from None
+        self.tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+        strategy = "tpu" if options.use_tpu else options.strategy
+        self.distribution = create_distribution(
+            strategy, options.tpu_name, options.tpu_zone, options.gcp_project, options.master
+        )
+        for mode in ("train", "eval", "predict"):
+            if getattr(options, f"do_{mode}"):
+                flag = f"{mode}_batch_size"
+                self.distribution.check_batch_size(flag, getattr(options, flag))
+        makedirs(options.output_dir)
+        if options.seed is not None:
+            keras.utils.set_random_seed(options.seed)
+        self.dtype = None if options.mixed_precision == "float32" else options.mixed_precision
+
+    @property
+    def strategy(self):
+        return self.distribution.strategy
+
+    def build(self, factory, *args, **kwargs):
+        """`factory(config, *args, dtype=<the options' policy>, **kwargs)` under the strategy's scope."""
+        with self.strategy.scope():
+            return factory(self.config, *args, dtype=self.dtype, **kwargs)
+
+    def _worker_batch(self, global_batch_size):
+        return global_batch_size // self.distribution.num_workers
+
+    def train(self, task, train_file, name_to_features, num_examples):
+        """Trains `task.model` on the records of `train_file` for the options' epochs.
+
+        Args:
+          task: The task object, from `build`.
+          train_file: The TFRecord file of training features.
+          name_to_features: Name -> `tf.io.FixedLenFeature` of its records.
+          num_examples: The examples the epochs count (the original counts examples, not
+            features: SQuAD's documents may give several features each).
+
+        Returns:
+          The last block's metrics and `global_step` (`bert_tf.training.loop.train`).
+
+        Raises:
+          ValueError: The options give no training step.
+        """
+        from bert_tf.training import loop
+        from bert_tf.training.optimization import create_optimizer
+        from bert_tf.training.step import DynamicLossScale
+
+        options = self.options
+        num_train_steps = train_steps(num_examples, options.train_batch_size, options.num_train_epochs)
+        if num_train_steps < 1:
+            raise ValueError(
+                f"{num_examples} training examples with --train_batch_size={options.train_batch_size} "
+                f"and --num_train_epochs={options.num_train_epochs} give no training step"
+            )
+        num_warmup_steps = warmup_steps(num_train_steps, options.warmup_proportion)
+        with self.strategy.scope():
+            optimizer = create_optimizer("adamw", options.learning_rate, num_train_steps, num_warmup_steps)
+            loss_scale = DynamicLossScale() if options.mixed_precision == "mixed_float16" else None
+        logger.info(
+            "***** Running training *****  examples %d, batch size %d, steps %d (warm-up %d)",
+            num_examples,
+            options.train_batch_size,
+            num_train_steps,
+            num_warmup_steps,
+        )
+        dataset = records_dataset(
+            train_file,
+            name_to_features,
+            self._worker_batch(options.train_batch_size),
+            is_training=True,
+            input_context=self.distribution.input_context(),
+            seed=options.seed,
+        )
+        config = loop.LoopConfig(
+            output_dir=options.output_dir,
+            num_train_steps=num_train_steps,
+            global_batch_size=options.train_batch_size,
+            init_checkpoint=options.init_checkpoint,
+            save_checkpoints_steps=options.save_checkpoints_steps,
+            iterations_per_loop=options.iterations_per_loop,
+            keep_checkpoint_max=options.keep_checkpoint_max,
+            jit_compile=options.jit_compile,
+        )
+        return loop.train(task, optimizer, self.distribution, dataset, config, loss_scale)
+
+    def evaluate(self, task, eval_file, name_to_features, num_records, more_results=None):
+        """Evaluates on every record of `eval_file` once and writes `eval_results.txt`.
+
+        Args:
+          task: The task object, from `build` (its metrics must weight all-zero rows 0).
+          eval_file: The TFRecord file of eval features.
+          name_to_features: Name -> `tf.io.FixedLenFeature` of its records.
+          num_records: The records in `eval_file`.
+          more_results: Optional `more_results(model) -> {key: value}`, called with the
+            restored model after the pass; its results are written too.
+
+        Returns:
+          The results written: `global_step`, `loss`, the task's metrics (renamed by
+          `task.eval_keys`) and `more_results`'.
+        """
+        from bert_tf.training import loop
+
+        if num_records < 1:
+            raise ValueError(f"{eval_file}: no eval examples")
+        batch_size = self._worker_batch(self.options.eval_batch_size)
+        num_workers = self.distribution.num_workers
+        num_batches = math.ceil(math.ceil(num_records / num_workers) / batch_size)
+        dataset = records_dataset(
+            eval_file,
+            name_to_features,
+            batch_size,
+            is_training=False,
+            input_context=self.distribution.input_context(),
+            num_batches=num_batches,
+        )
+        logger.info("***** Running evaluation *****  records %d, batches %d", num_records, num_batches)
+        results = loop.evaluate(
+            task,
+            self.distribution,
+            dataset,
+            self.options.output_dir,
+            num_batches,
+            self.options.init_checkpoint,
+            results_file=None,
+        )
+        keys = getattr(task, "eval_keys", {})
+        results = {keys.get(name, name): value for name, value in results.items()}
+        if more_results is not None:
+            results.update(more_results(task.model))
+        if self.distribution.is_chief:
+            loop.write_eval_results(results, os.path.join(self.options.output_dir, EVAL_RESULTS))
+        return results
+
+    def restore(self, model):
+        """Loads the latest checkpoint in `output_dir` into `model`, else `init_checkpoint`.
+
+        Returns:
+          The global step of the checkpoint loaded (0 if none).
+        """
+        from bert_tf.training import loop
+
+        return loop.restore_for_inference(model, self.options.output_dir, self.options.init_checkpoint)
+
+    def predict(self, model, predict_file, name_to_features, num_records, output_names):
+        """The model's outputs on every record of `predict_file`, in file order.
+
+        Every worker predicts every record (the chief writes the results); each worker's
+        batch of `predict_batch_size / workers` rows is split among its replicas. The last
+        batch is padded with all-zero rows, whose outputs are dropped.
+
+        Args:
+          model: A restored model, from `build` (see `restore`).
+          predict_file: The TFRecord file of features.
+          name_to_features: Name -> `tf.io.FixedLenFeature` of its records.
+          num_records: The records in `predict_file`.
+          output_names: The model outputs to return.
+
+        Returns:
+          `{name: np.ndarray [num_records, ...]}`.
+        """
+        import numpy as np
+        import tensorflow as tf
+
+        from bert_tf.training.step import local_replica_batches
+
+        if num_records < 1:
+            raise ValueError(f"{predict_file}: no examples to predict")
+        strategy, num_local_replicas = self.strategy, self.distribution.num_local_replicas
+        batch_size = self._worker_batch(self.options.predict_batch_size)
+        num_batches = math.ceil(num_records / batch_size)
+        dataset = records_dataset(
+            predict_file, name_to_features, batch_size, is_training=False, num_batches=num_batches
+        )
+
+        def replica_outputs(batch):
+            outputs = model(batch, training=False)
+            return {name: outputs[name] for name in output_names}
+
+        @tf.function
+        def predict_step(batch):
+            outputs = strategy.run(
+                replica_outputs, args=(local_replica_batches(strategy, batch, num_local_replicas),)
+            )
+            return {
+                name: tf.concat(strategy.experimental_local_results(value), axis=0)
+                for name, value in outputs.items()
+            }
+
+        logger.info("***** Running prediction *****  records %d, batches %d", num_records, num_batches)
+        outputs = {name: [] for name in output_names}
+        for batch in dataset:
+            for name, value in predict_step(batch).items():
+                outputs[name].append(value.numpy())
+        return {name: np.concatenate(values)[:num_records] for name, values in outputs.items()}

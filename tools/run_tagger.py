@@ -1,0 +1,45 @@
+"""Fine-tunes BERT for token tagging (e.g. CoNLL-2003 named entities): bert_tf's, beyond the original.
+
+The original classifier's common flags (--vocab_file, --bert_config_file, --init_checkpoint,
+--output_dir, --do_train/--do_eval/--do_predict, batch sizes, --learning_rate, ...) and the
+trainer's (--strategy, --mixed_precision, ...), plus the files and the labels:
+  python tools/run_tagger.py --do_train --do_eval --do_predict \
+      --train_file=$CONLL_DIR/train.txt --eval_file=$CONLL_DIR/valid.txt \
+      --predict_file=$CONLL_DIR/test.txt --vocab_file=$BERT_BASE_DIR/vocab.txt \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=False \
+      --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 --num_train_epochs=3.0 \
+      --output_dir=/tmp/ner_output/
+"""
+
+from absl import flags
+
+from bert_tf import cli
+from bert_tf.tasks import finetuning
+
+flags.DEFINE_string("train_file", None, "CoNLL-style training file (token first, tag last column).")
+flags.DEFINE_string("eval_file", None, "CoNLL-style dev file, for --do_eval.")
+flags.DEFINE_string("predict_file", None, "CoNLL-style file to tag (the tag column may be absent).")
+flags.DEFINE_string(
+    "labels",
+    None,
+    "The tags, comma-separated, in the model's order (default: those of --train_file, sorted).",
+)
+finetuning.define_flags()
+
+for _name in ("vocab_file", "bert_config_file", "output_dir"):
+    flags.mark_flag_as_required(_name)
+
+
+def main(argv):
+    del argv
+    import logging
+
+    from bert_tf.tasks.tagging import TaggingOptions, run_tagger
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    run_tagger(finetuning.options_from_flags(TaggingOptions))
+
+
+if __name__ == "__main__":
+    cli.run(main)
