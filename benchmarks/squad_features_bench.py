@@ -8,8 +8,8 @@ paragraph, paragraphs of about 140 words and questions of 10, drawn from the "zi
 punctuation attached), each answer a 1-3 word span of its paragraph. Timed with a fresh
 tokenizer (empty word memos), best of three: reading the JSON (`read_squad_examples`),
 converting the predict examples and the training examples (`convert_examples_to_features`,
-doc_stride 128, max_query_length 64), and serialising the predict features as the original's
-records (`tf.train.Example`).
+doc_stride 128, max_query_length 64), and writing the training features as the original's
+records (`finetuning.write_records`: `tf.train.Example`s in a TFRecord file).
 """
 
 import argparse
@@ -22,6 +22,7 @@ import time
 from tokenizer_bench import DATA, make_corpus
 
 from bert_tf.tasks import squad
+from bert_tf.tasks.finetuning import write_records
 from bert_tf.text.tokenization import FullTokenizer
 
 
@@ -86,9 +87,11 @@ def main():
                 f"convert ({mode}): {seconds:.2f} s, {len(features):,} features, "
                 f"{len(examples) / seconds:,.0f} questions/s"
             )
-        return
-        seconds, _ = best_of(3, lambda: [squad.serialize_feature(f, True) for f in features])
-        print(f"serialise {len(features):,} records: {seconds:.2f} s")
+        records = os.path.join(tmp, "train.tf_record")
+        seconds, _ = best_of(
+            3, lambda: write_records(records, (squad.feature_values(f, True) for f in features))
+        )
+        print(f"write {len(features):,} records (train.tf_record): {seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ import functools
 import json
 import logging
 import math
+import os
+import random
 import re
 
 import keras
@@ -49,16 +51,15 @@ from keras import ops
 
 from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel
-from bert_tf.modeling.initializers import create_initializer
+from bert_tf.modeling.heads import ClsOutput
+from bert_tf.modeling.losses import negative_log_likelihood
+from bert_tf.tasks.finetuning import EVAL_RESULTS, FinetuningOptions, FinetuningRunner, write_records
 from bert_tf.text.tokenization import BasicTokenizer, whitespace_tokenize
 
 logger = logging.getLogger(__name__)
 
 FIRST_UNIQUE_ID = 1000000000
-
-# The feature names of the original's records: every record, then training records only.
-FEATURE_NAMES = ("unique_ids", "input_ids", "input_mask", "segment_ids")
-TRAINING_FEATURE_NAMES = ("start_positions", "end_positions", "is_impossible")
+PREDICTION_FILES = ("predictions.json", "nbest_predictions.json", "null_odds.json")
 
 # The characters `read_squad_examples` splits paragraphs on (U+202F, the narrow no-break space,
 # included, as the original does).
@@ -452,22 +453,31 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
       The answer text as it is written in the document.
     """
     tok_text = " ".join(_basic_tokenizer(do_lower_case).tokenize(orig_text))
-    start = tok_text.find(pred_text)
+    start = tok_text.find(pred_text) if pred_text else -1
     if start == -1:
         reason = f"Unable to find text: {pred_text!r} in {orig_text!r}"
+    elif len(orig_text) - orig_text.count(" ") != len(tok_text) - tok_text.count(" "):
+        reason = f"Length not equal after stripping spaces: {orig_text!r} vs {tok_text!r}"
     else:
+        # The non-space characters correspond one to one, in order.
         end = start + len(pred_text) - 1
-        orig_chars = [i for i, char in enumerate(orig_text) if char != " "]
-        tok_chars = [i for i, char in enumerate(tok_text) if char != " "]
-        if len(orig_chars) != len(tok_chars):
-            reason = f"Length not equal after stripping spaces: {orig_text!r} vs {tok_text!r}"
-        else:
-            # Non-space characters correspond one to one, in order.
-            rank_of_tok_char = {position: rank for rank, position in enumerate(tok_chars)}
-            return orig_text[orig_chars[rank_of_tok_char[start]] : orig_chars[rank_of_tok_char[end]] + 1]
+        first = _non_space_index(orig_text, start - tok_text.count(" ", 0, start))
+        last = _non_space_index(orig_text, end - tok_text.count(" ", 0, end))
+        return orig_text[first : last + 1]
     if verbose_logging:
         logger.info(reason)
     return orig_text
+
+
+def _non_space_index(text, rank):
+    """The position in `text` of its non-space character number `rank` (from 0)."""
+    position = 0
+    for word in text.split(" "):
+        if rank < len(word):
+            return position + rank
+        rank -= len(word)
+        position += len(word) + 1
+    raise IndexError(rank)
 
 
 def _best_indexes(logits, n_best_size):
@@ -480,16 +490,6 @@ def _softmax(scores):
     exps = [math.exp(score - top) for score in scores]
     total = sum(exps)
     return [x / total for x in exps]
-
-
-def _is_valid_answer(feature, start, end, max_answer_length):
-    """A span inside the document window, starting at a max-context token, not too long."""
-    return (
-        start in feature.token_to_orig_map
-        and end in feature.token_to_orig_map
-        and feature.token_is_max_context.get(start, False)
-        and start <= end < start + max_answer_length
-    )
 
 
 def _answer_text(example, feature, start, end, do_lower_case, verbose_logging):
@@ -526,7 +526,7 @@ def compute_predictions(
       verbose_logging: Log where `get_final_text` cannot align an answer.
 
     Returns:
-      `(predictions, nbest, null_odds)`: ordered dicts keyed by question id of the answer
+      `(predictions, nbest, null_odds)`: dicts keyed by question id, in example order, of the answer
       text, of the n-best list (`[{"text", "probability", "start_logit", "end_logit"}]`) and
       (SQuAD 2.0; else empty) of the null score minus the best non-null score.
     """
@@ -541,7 +541,7 @@ def compute_predictions(
         for result in all_results
     }
 
-    predictions, nbest_lists, null_odds = (collections.OrderedDict() for _ in range(3))
+    predictions, nbest_lists, null_odds = {}, {}, {}
     for example_index, example in enumerate(all_examples):
         features = features_of_example[example_index]
         candidates = []
@@ -552,10 +552,13 @@ def compute_predictions(
             if version_2_with_negative and start_logits[0] + end_logits[0] < null_score:
                 null_score = start_logits[0] + end_logits[0]
                 null_start_logit, null_end_logit, null_feature = start_logits[0], end_logits[0], feature_index
-            ends = _best_indexes(end_logits, n_best_size)
-            for start in _best_indexes(start_logits, n_best_size):
+            # Answers lie in the document window and start at a token scored in this window.
+            in_window, max_context = feature.token_to_orig_map, feature.token_is_max_context
+            starts = [i for i in _best_indexes(start_logits, n_best_size) if max_context.get(i, False)]
+            ends = [i for i in _best_indexes(end_logits, n_best_size) if i in in_window]
+            for start in starts:
                 for end in ends:
-                    if _is_valid_answer(feature, start, end, max_answer_length):
+                    if start <= end < start + max_answer_length:
                         candidates.append(
                             _Candidate(feature_index, start, end, start_logits[start], end_logits[end])
                         )
@@ -589,9 +592,12 @@ def compute_predictions(
 
         probabilities = _softmax([answer.start_logit + answer.end_logit for answer in nbest])
         nbest_lists[example.qas_id] = [
-            collections.OrderedDict(
-                text=answer.text, probability=p, start_logit=answer.start_logit, end_logit=answer.end_logit
-            )
+            {
+                "text": answer.text,
+                "probability": p,
+                "start_logit": answer.start_logit,
+                "end_logit": answer.end_logit,
+            }
             for answer, p in zip(nbest, probabilities, strict=True)
         ]
         if not version_2_with_negative:
@@ -657,113 +663,214 @@ def write_predictions(
 # -- model and loss -------------------------------------------------------------------------
 
 
-class SquadOutput(keras.layers.Layer):
-    """`squad` (under `cls`): a start and an end logit per token, `x @ output_weights^T + output_bias`.
-
-    `output_weights` is [2, H] (row 0 start, row 1 end), initialised truncated normal with
-    stddev 0.02 as the original's (not the config's `initializer_range`); `output_bias` [2]
-    starts at zero.
-    """
-
-    def __init__(self, hidden_size, name="squad", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.hidden_size = hidden_size
-
-    def build(self, input_shape=None):
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, self.hidden_size), initializer=create_initializer(0.02)
-        )
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
-
-    def call(self, sequence_output):
-        """Args:
-          sequence_output: float [batch, seq, H].
-
-        Returns:
-          (start_logits, end_logits), float32 [batch, seq] each.
-        """
-        logits = ops.matmul(sequence_output, ops.transpose(self.output_weights)) + self.output_bias
-        logits = ops.cast(logits, "float32")
-        return logits[..., 0], logits[..., 1]
-
-
-class SquadModel(keras.Model):
+class BertSquad(keras.Model):
     """`BertModel` plus the span head: the original's `run_squad.create_model`.
 
-    Variables: the `bert/...` of `BertModel`, then `cls/squad/output_weights` [2, H] and
-    `cls/squad/output_bias` [2].
+    Variables: `BertModel`'s, then `cls/squad/output_weights` [2, H] (row 0 start, row 1 end;
+    truncated normal, stddev 0.02) and `cls/squad/output_bias` [2]. The loss does not reach the
+    pooler, which is therefore not trained (the original's optimizer skips a variable without
+    a gradient: no update, no Adam slots); it is still saved and loaded.
 
-    Inputs: `BertModel`'s dict (`input_ids`, `input_mask`, `segment_ids`; other keys ignored).
-    Outputs: a dict of float32 [batch, seq] `start_logits` and `end_logits`.
-    """
-
-    def __init__(self, config, name="squad_model", **kwargs):
-        """Args:
-        config: A `BertConfig`.
-        name: The model's name (not part of any variable path).
-        """
-        super().__init__(name=name, **kwargs)
-        self.config = config
-        self.bert = BertModel(config, dtype=self.dtype_policy)
-        # Built here, outside this model's own scope, under `cls` as the original's.
-        with keras.name_scope("cls"):
-            self.squad = SquadOutput(config.hidden_size, dtype=self.dtype_policy)
-            self.squad.build()
-        self.built = True
-
-    def call(self, inputs, training=False):
-        sequence_output = self.bert(inputs, training=training)["sequence_output"]
-        start_logits, end_logits = self.squad(sequence_output)
-        return {"start_logits": start_logits, "end_logits": end_logits}
-
-
-def position_nll(logits, positions):
-    """`-log softmax(logits)[position]` per row: the original's one-hot cross entropy.
-
-    Args:
-      logits: float32 [batch, seq].
-      positions: int [batch] (or [batch, 1]) positions in `[0, seq)`.
-
-    Returns:
-      float32 [batch].
-    """
-    positions = ops.reshape(ops.cast(positions, "int32"), (-1, 1))
-    log_probs = ops.log_softmax(logits, axis=-1)
-    return -ops.take_along_axis(log_probs, positions, axis=-1)[:, 0]
-
-
-class SquadTask:
-    """The span task on a `SquadModel`: the original's loss `(start_loss + end_loss) / 2`,
-    each the mean over the batch of the cross entropy of the labelled position.
+    Inputs: the dict of int [batch, seq] `input_ids`, `input_mask`, `segment_ids` (other
+    features are ignored).
+    Outputs: float32 [batch, seq] `start_logits` and `end_logits`.
 
     Args:
       config: A `BertConfig`.
-      dtype: The model's dtype policy (e.g. "mixed_bfloat16"); None for the global policy.
+      dtype: The dtype policy (e.g. "mixed_bfloat16"); the head computes in float32.
+    """
+
+    def __init__(self, config, name="bert_squad", dtype=None, **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self.config = config
+        self.bert = BertModel(config, dtype=self.dtype_policy)
+        self.bert.pooler.trainable = False
+        self.cls = ClsOutput("squad", 2, config.hidden_size, dtype=self.dtype_policy)
+        self.cls.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        logits = self.cls(self.bert(inputs, training=training)["sequence_output"])
+        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+
+class SquadTask:
+    """The span loss for `bert_tf.training.step`: the original's `(start_loss + end_loss) / 2`,
+    each the mean over the batch of `-log softmax(logits)[labelled position]`; the start and
+    end losses and accuracies (argmax = label) as metrics.
+
+    Args:
+      config: A `BertConfig`.
+      dtype: The model's dtype policy.
     """
 
     metric_names = ("start_loss", "end_loss", "start_accuracy", "end_accuracy")
     loss_epsilons = (0.0,)
 
     def __init__(self, config, dtype=None):
-        self.config = config
-        self.model = SquadModel(config, dtype=dtype)
+        self.model = BertSquad(config, dtype=dtype)
 
     @staticmethod
     def loss_denominators(batch):
-        """`[rows]`: the loss is a mean over the batch."""
+        """`[rows]`: the losses are means over the batch."""
         return [ops.cast(ops.shape(batch["start_positions"])[0], "float32")]
 
     @staticmethod
     def loss_terms(outputs, batch):
-        """`([(sum(start_nll) + sum(end_nll)) / 2], {metric: (numerator, denominator)})`."""
+        """(`[(sum(start_nll) + sum(end_nll)) / 2]`, the start/end loss and accuracy terms)."""
         rows = ops.cast(ops.shape(batch["start_positions"])[0], "float32")
-        metrics, sums = {}, []
+        metrics, nll_sums = {}, []
         for side in ("start", "end"):
             logits = outputs[f"{side}_logits"]
             positions = ops.reshape(ops.cast(batch[f"{side}_positions"], "int32"), (-1,))
-            nll_sum = ops.sum(position_nll(logits, positions))
+            nll_sum = ops.sum(negative_log_likelihood(ops.log_softmax(logits, axis=-1), positions))
             correct = ops.cast(ops.argmax(logits, axis=-1) == positions, "float32")
             metrics[f"{side}_loss"] = (nll_sum, rows)
             metrics[f"{side}_accuracy"] = (ops.sum(correct), rows)
-            sums.append(nll_sum)
-        return [(sums[0] + sums[1]) / 2.0], metrics
+            nll_sums.append(nll_sum)
+        return [(nll_sums[0] + nll_sums[1]) / 2.0], metrics
+
+
+# -- the run_squad.py job -------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SquadOptions(FinetuningOptions):
+    """The flags of `tools/run_squad.py`: the common ones (SQuAD's `max_seq_length` 384), then
+    the original run_squad.py's own."""
+
+    max_seq_length: int = 384
+    train_file: str = None
+    predict_file: str = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    verbose_logging: bool = False
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+
+
+def name_to_features(max_seq_length, is_training):
+    """The records' schema, as the original's `input_fn` reads them."""
+    import tensorflow as tf
+
+    ints = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64), "input_ids": ints, "input_mask": ints}
+    spec["segment_ids"] = ints
+    if is_training:
+        spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+        spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def _validate(options):
+    for mode, flag in (("train", "train_file"), ("predict", "predict_file"), ("eval", "predict_file")):
+        if getattr(options, f"do_{mode}") and not getattr(options, flag):
+            raise ValueError(f"--do_{mode} needs --{flag}")
+    if options.max_seq_length <= options.max_query_length + 3:
+        raise ValueError(
+            f"--max_seq_length ({options.max_seq_length}) must be greater than --max_query_length "
+            f"({options.max_query_length}) + 3"
+        )
+    for flag in ("doc_stride", "n_best_size", "max_answer_length"):
+        if getattr(options, flag) < 1:
+            raise ValueError(f"--{flag} must be at least 1, got {getattr(options, flag)}")
+
+
+def run_squad(options):
+    """Trains and/or predicts as the original's `run_squad.py` (`tools/run_squad.py`).
+
+    `--do_train` shuffles the training examples with `random.Random(12345)`, as the original,
+    writes their features to `train.tf_record` and trains for `--num_train_epochs` of the
+    examples (not of the features). `--do_predict` writes `eval.tf_record`, runs the latest
+    checkpoint in `--output_dir` (else `--init_checkpoint`) on it and writes `predictions.json`,
+    `nbest_predictions.json` and, for SQuAD 2.0, `null_odds.json`. `--do_eval` (bert_tf's)
+    scores `predictions.json` against `--predict_file` by the official rules
+    (`bert_tf.tasks.squad_evaluation`) and writes `eval_results.txt`. Both files are read, and
+    the predict features made, before the first training step.
+
+    Returns:
+      `{"train": metrics or None, "predict": predictions or None, "eval": results or None}`.
+
+    Raises:
+      ValueError: Bad flags or input, naming the flag, file or question.
+    """
+    from bert_tf.tasks.squad_evaluation import evaluate_files
+    from bert_tf.training.loop import write_eval_results
+
+    _validate(options)
+    runner = FinetuningRunner(options)
+    output_dir = options.output_dir
+    version_2 = options.version_2_with_negative
+
+    def convert(examples, is_training):
+        return convert_examples_to_features(
+            examples,
+            runner.tokenizer,
+            options.max_seq_length,
+            options.doc_stride,
+            options.max_query_length,
+            is_training,
+        )
+
+    if options.do_train:
+        train_examples = read_squad_examples(options.train_file, True, version_2)
+        # Shuffled here so that the input pipeline's small shuffle buffer suffices.
+        random.Random(12345).shuffle(train_examples)
+    if options.do_predict:
+        eval_examples = read_squad_examples(options.predict_file, False, version_2)
+        eval_features = list(convert(eval_examples, False))
+        eval_file = os.path.join(output_dir, "eval.tf_record")
+        write_records(eval_file, (feature_values(f, False) for f in eval_features))
+        logger.info("Predict: %d questions, %d features", len(eval_examples), len(eval_features))
+
+    results = {"train": None, "predict": None, "eval": None}
+    if options.do_train:
+        train_file = os.path.join(output_dir, "train.tf_record")
+        num_features = write_records(
+            train_file, (feature_values(f, True) for f in convert(train_examples, True))
+        )
+        logger.info("Train: %d questions, %d features", len(train_examples), num_features)
+        task = runner.build(SquadTask)
+        spec = name_to_features(options.max_seq_length, True)
+        results["train"] = runner.train(task, train_file, spec, len(train_examples))
+    if options.do_predict:
+        model = runner.build(BertSquad)
+        runner.restore(model)
+        spec = name_to_features(options.max_seq_length, False)
+        logits = runner.predict(model, eval_file, spec, len(eval_features), ["start_logits", "end_logits"])
+        raw_results = [
+            RawResult(feature.unique_id, start, end)
+            for feature, start, end in zip(
+                eval_features, logits["start_logits"], logits["end_logits"], strict=True
+            )
+        ]
+        outputs = [os.path.join(output_dir, name) for name in PREDICTION_FILES]
+        arguments = (
+            eval_examples,
+            eval_features,
+            raw_results,
+            options.n_best_size,
+            options.max_answer_length,
+        )
+        settings = dict(
+            version_2_with_negative=version_2,
+            null_score_diff_threshold=options.null_score_diff_threshold,
+            verbose_logging=options.verbose_logging,
+        )
+        if runner.distribution.is_chief:
+            results["predict"] = write_predictions(*arguments, options.do_lower_case, *outputs, **settings)[0]
+        else:
+            results["predict"] = compute_predictions(*arguments, options.do_lower_case, **settings)[0]
+    if options.do_eval:
+        prediction_file, _, null_odds_file = (os.path.join(output_dir, name) for name in PREDICTION_FILES)
+        if not os.path.isfile(prediction_file):
+            raise ValueError(f"--do_eval: {prediction_file} does not exist (run --do_predict first)")
+        results["eval"] = evaluate_files(
+            options.predict_file, prediction_file, version_2, null_odds_file if version_2 else None
+        )
+        logger.info("Evaluation: %s", json.dumps(results["eval"]))
+        if runner.distribution.is_chief:
+            write_eval_results(results["eval"], os.path.join(output_dir, EVAL_RESULTS))
+    return results
