@@ -32,6 +32,7 @@ demo: install
 bench: install
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
+	$(PY) benchmarks/finetuning_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -158,12 +158,16 @@ def create_output_weights(num_outputs, hidden_size, initializer_range=0.02):
     Returns:
       (output_weights, output_bias) as `keras.Variable`s.
     """
+    # Not autocast under mixed precision: the logits are computed in float32.
     output_weights = keras.Variable(
         initializer=create_initializer(initializer_range),
         shape=(num_outputs, hidden_size),
         name="output_weights",
+        autocast=False,
     )
-    output_bias = keras.Variable(initializer="zeros", shape=(num_outputs,), name="output_bias")
+    output_bias = keras.Variable(
+        initializer="zeros", shape=(num_outputs,), name="output_bias", autocast=False
+    )
     return output_weights, output_bias
 
 

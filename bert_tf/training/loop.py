@@ -19,7 +19,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_google_checkpoint, resolve_checkpoint_prefix
+from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output
@@ -210,7 +210,9 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
         head, keep their initial values).
 
     Returns:
-      The checkpoint's `global_step` (0 when it has none, or when nothing was loaded).
+      The global step: the `global_step` of the checkpoint in `output_dir` (0 if it has none),
+      else 0, as the Estimator's initialisation (which takes only weights from
+      `init_checkpoint`).
 
     Raises:
       ValueError: The checkpoint does not fit the model (names the variable and shapes).
@@ -218,14 +220,13 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
     prefix = tf.train.latest_checkpoint(output_dir)
     if prefix:
         load_google_checkpoint(model, prefix)
-    elif init_checkpoint:
-        prefix = init_checkpoint
+        reader = open_checkpoint(prefix)
+        return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+    if init_checkpoint:
         initialise_weights(model, init_checkpoint)
     else:
         logger.warning("No checkpoint in %s and no --init_checkpoint: using random weights", output_dir)
-        return 0
-    reader = open_checkpoint(resolve_checkpoint_prefix(prefix))
-    return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+    return 0
 
 
 def evaluate(

@@ -1,0 +1,425 @@
+"""The classifier (issue 21): the original's processors and features on hand-written files and
+hand-checked token lists, the head's names, a fine-tuned checkpoint in the original's layout
+against the float64 NumPy reference, and tools/run_classifier.py end to end on the bundled
+keyword task (learning from the random google_tiny weights, its output files, the export).
+"""
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.tasks import classifier
+from bert_tf.tasks.classifier import ClassifierOptions, InputExample, run_classifier
+from bert_tf.text.tokenization import FullTokenizer
+from tests import finetuning_fixtures as ff
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(REPO, "tools", "run_classifier.py")
+DEMO = os.path.join(REPO, "tools", "demo_data", "mrpc_keyword")
+VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
+
+
+def _ids(tokens):
+    """Token ids read off vocab.txt's line numbers (not through the tokenizer)."""
+    with open(VOCAB, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    return [lines.index(token) for token in tokens]
+
+
+def _write_tsv(path, rows):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join("\t".join(row) + "\n" for row in rows))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(fixtures_dir):
+    return FullTokenizer(VOCAB, do_lower_case=True)
+
+
+# -- processors --------------------------------------------------------------------------------
+
+
+def test_mrpc_reads_the_originals_columns_guids_and_labels(tmp_path):
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    _write_tsv(
+        tmp_path / "train.tsv",
+        [header, ["1", "11", "12", "He said.", "She said."], ["0", "3", "4", "a", "b"]],
+    )
+    _write_tsv(tmp_path / "test.tsv", [["index", *header[1:]], ["0", "5", "6", "x y", "z"]])
+    processor = classifier.get_processor("MRPC")
+    assert processor.get_labels() == ["0", "1"]
+    assert processor.get_train_examples(str(tmp_path)) == [
+        InputExample("train-1", "He said.", "She said.", "1"),
+        InputExample("train-2", "a", "b", "0"),
+    ]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "x y", "z", "0")]
+
+
+def test_mnli_guid_from_column_0_texts_8_and_9_label_last_matched_dev(tmp_path):
+    def row(index, label_columns):
+        return [
+            index,
+            "p",
+            "q",
+            "genre",
+            "bp1",
+            "bp2",
+            "pa1",
+            "pa2",
+            f"premise {index}",
+            f"hypothesis {index}",
+        ] + (label_columns)
+
+    header = row("index", ["label1", "gold_label"])
+    _write_tsv(tmp_path / "train.tsv", [header, row("7", ["neutral", "neutral"])])
+    dev_header = row("index", ["label1", "label2", "label3", "label4", "label5", "gold_label"])
+    _write_tsv(tmp_path / "dev_matched.tsv", [dev_header, row("9", ["x", "x", "x", "x", "x", "entailment"])])
+    _write_tsv(tmp_path / "test_matched.tsv", [row("index", []), row("3", [])])
+    processor = classifier.get_processor("mnli")
+    assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
+    assert processor.get_train_examples(str(tmp_path)) == [
+        InputExample("train-7", "premise 7", "hypothesis 7", "neutral")
+    ]
+    assert processor.get_dev_examples(str(tmp_path)) == [
+        InputExample("dev_matched-9", "premise 9", "hypothesis 9", "entailment")
+    ]
+    assert processor.get_test_examples(str(tmp_path)) == [
+        InputExample("test-3", "premise 3", "hypothesis 3", "contradiction")
+    ]
+
+
+def test_cola_train_has_no_header_test_has_one(tmp_path):
+    _write_tsv(
+        tmp_path / "train.tsv", [["gj04", "1", "", "Our friends won't buy it."], ["gj04", "0", "*", "Bad."]]
+    )
+    _write_tsv(tmp_path / "test.tsv", [["index", "sentence"], ["0", "A test."]])
+    processor = classifier.get_processor("cola")
+    assert processor.get_train_examples(str(tmp_path)) == [
+        InputExample("train-0", "Our friends won't buy it.", None, "1"),
+        InputExample("train-1", "Bad.", None, "0"),
+    ]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "A test.", None, "0")]
+
+
+def test_xnli_trains_on_multinli_zh_and_evaluates_the_zh_dev_rows(tmp_path):
+    _write_tsv(
+        tmp_path / "multinli" / "multinli.train.zh.tsv",
+        [["premise", "hypo", "label"], ["前提", "假设", "contradictory"], ["a", "b", "neutral"]],
+    )
+    dev_header = [
+        "language",
+        "gold_label",
+        "s1bp",
+        "s2bp",
+        "s1p",
+        "s2p",
+        "sentence1",
+        "sentence2",
+        "promptID",
+    ]
+    _write_tsv(
+        tmp_path / "xnli.dev.tsv",
+        [
+            dev_header,
+            ["en", "neutral", *"....", "en a", "en b", "1"],
+            ["zh", "entailment", *"....", "甲", "乙", "2"],
+        ],
+    )
+    processor = classifier.get_processor("XNLI")
+    assert processor.get_train_examples(str(tmp_path)) == [
+        InputExample("train-1", "前提", "假设", "contradiction"),
+        InputExample("train-2", "a", "b", "neutral"),
+    ]
+    assert processor.get_dev_examples(str(tmp_path)) == [InputExample("dev-2", "甲", "乙", "entailment")]
+    with pytest.raises(ValueError, match="no test set"):
+        processor.get_test_examples(str(tmp_path))
+
+
+def test_tsv_and_csv_name_their_columns_in_the_header(tmp_path):
+    _write_tsv(
+        tmp_path / "train.tsv", [["id", "label", "text"], ["1", "pos", 'a "quoted" text'], ["2", "neg", "b"]]
+    )
+    _write_tsv(tmp_path / "test.tsv", [["id", "text"], ["1", "c"]])
+    processor = classifier.get_processor("tsv", str(tmp_path), text_a_column="text")
+    assert processor.get_labels() == ["neg", "pos"]  # sorted
+    assert processor.get_train_examples(str(tmp_path))[0] == InputExample(
+        "train-1", 'a "quoted" text', None, "pos"
+    )
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "c", None, "neg")]
+    assert classifier.get_processor("tsv", str(tmp_path), labels="pos,neg").get_labels() == ["pos", "neg"]
+
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["q", "a", "y"], ["Is it, maybe?", 'Yes, "it" is.', "1"]])
+    processor = classifier.get_processor("CSV", str(tmp_path), "q", "a", "y")
+    assert processor.get_train_examples(str(tmp_path)) == [
+        InputExample("train-1", "Is it, maybe?", 'Yes, "it" is.', "1")
+    ]
+    with pytest.raises(ValueError, match=r"train\.csv: no column 'label' \(--label_column\)"):
+        classifier.get_processor("csv", str(tmp_path), "q", "a").get_train_examples(str(tmp_path))
+
+
+def test_unknown_task_name_lists_the_known_ones():
+    with pytest.raises(
+        ValueError, match=r"unknown task 'sst9'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
+    ):
+        classifier.get_processor("sst9")
+
+
+def test_row_with_the_wrong_number_of_columns_names_file_and_line(tmp_path):
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    _write_tsv(tmp_path / "dev.tsv", [header, ["1", "1", "2", "a", "b"], ["0", "3", "a b", "c"]])
+    with pytest.raises(ValueError, match=r"dev\.tsv:3: 4 columns, expected 5 \(as the header\)"):
+        classifier.get_processor("mrpc").get_dev_examples(str(tmp_path))
+    _write_tsv(tmp_path / "train.tsv", [["gj04", "1", "", "ok"], ["gj04", "1", "too\tmany", "x"]])
+    with pytest.raises(ValueError, match=r"train\.tsv:2: 5 columns, expected 4$"):
+        classifier.get_processor("cola").get_train_examples(str(tmp_path))
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+def test_pair_truncation_drops_from_the_longer_then_from_b(tokenizer):
+    # 5 + 4 pieces for 10 - 3 = 7 slots: a (longer) loses "jumps", then b (as long) loses "dog".
+    example = InputExample("g", "The quick brown fox jumps", "over the lazy dog", "1")
+    feature = classifier.convert_single_example(0, example, ["0", "1"], 10, tokenizer)
+    tokens = ["[CLS]", "the", "quick", "brown", "fox", "[SEP]", "over", "the", "lazy", "[SEP]"]
+    assert feature.input_ids == _ids(tokens)
+    assert feature.input_mask == [1] * 10
+    assert feature.segment_ids == [0] * 6 + [1] * 4
+    assert (feature.label_id, feature.is_real_example) == (1, True)
+
+
+def test_unk_accents_cjk_and_single_sentence_truncation(tokenizer):
+    # Uncased: accents stripped; CJK characters split one by one, 爱 is not in the vocabulary;
+    # ☃ is neither a word nor a piece of the vocabulary.
+    example = InputExample("g", "Café Müller ☃", "我爱北京", "0")
+    feature = classifier.convert_single_example(0, example, ["0", "1"], 14, tokenizer)
+    tokens = ["[CLS]", "cafe", "muller", "[UNK]", "[SEP]", "我", "[UNK]", "北", "京", "[SEP]"]
+    assert feature.input_ids == _ids(tokens) + [0] * 4
+    assert feature.input_mask == [1] * 10 + [0] * 4
+    assert feature.segment_ids == [0] * 5 + [1] * 5 + [0] * 4
+
+    single = InputExample("g", "the quick brown fox jumps", None, "0")
+    feature = classifier.convert_single_example(0, single, ["0", "1"], 5, tokenizer)
+    assert feature.input_ids == _ids(["[CLS]", "the", "quick", "brown", "[SEP]"])
+    assert feature.segment_ids == [0] * 5
+
+
+def test_text_b_without_tokens_is_a_single_sentence_and_bad_labels_fail(tokenizer):
+    # A zero-width space (Cf) is dropped by the tokenizer: no tokens_b, so no second [SEP].
+    feature = classifier.convert_single_example(
+        0, InputExample("g", "dog", "\u200b", "0"), ["0", "1"], 5, tokenizer
+    )
+    assert feature.input_ids == _ids(["[CLS]", "dog", "[SEP]"]) + [0, 0]
+    padding = classifier.convert_single_example(0, classifier.PaddingInputExample(), ["0", "1"], 4, tokenizer)
+    assert (padding.input_ids, padding.input_mask, padding.label_id, padding.is_real_example) == (
+        [0] * 4,
+        [0] * 4,
+        0,
+        False,
+    )
+    with pytest.raises(ValueError, match=r"dev-3: label '2' is not one of the labels \['0', '1'\]"):
+        classifier.convert_single_example(0, InputExample("dev-3", "a", None, "2"), ["0", "1"], 5, tokenizer)
+
+
+def test_records_hold_the_originals_features_one_per_example(tmp_path, tokenizer):
+    examples = [InputExample("a", "dog", None, "1"), InputExample("b", "cat", "dog", "0")]
+    examples = classifier._pad_for_tpu(examples, 4)  # what --use_tpu adds
+    path = str(tmp_path / "eval.tf_record")
+    assert classifier.file_based_convert_examples_to_features(examples, ["0", "1"], 6, tokenizer, path) == 4
+    records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+    features = [{k: list(v.int64_list.value) for k, v in r.features.feature.items()} for r in records]
+    assert [sorted(f) for f in features] == [
+        ["input_ids", "input_mask", "is_real_example", "label_ids", "segment_ids"]
+    ] * 4
+    assert [f["label_ids"] + f["is_real_example"] for f in features] == [[1, 1], [0, 1], [0, 0], [0, 0]]
+    assert features[1]["input_ids"] == _ids(["[CLS]", "cat", "[SEP]", "dog", "[SEP]"]) + [0]
+    assert features[3]["input_ids"] == [0] * 6
+
+
+# -- model ---------------------------------------------------------------------------------------
+
+
+def test_head_is_top_level_output_weights_and_bias_with_dropout_in_training(fixtures_dir):
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
+    model = classifier.BertClassifier(config, 3)
+    shapes = {w.path: tuple(w.shape) for w in model.weights}
+    assert shapes["output_weights"] == (3, 128) and shapes["output_bias"] == (3,)
+    assert [p for p in shapes if not p.startswith("bert/")] == ["output_weights", "output_bias"]
+    ids = np.array([[101, 3899, 102, 0]], np.int32)
+    inputs = {"input_ids": ids, "input_mask": np.array([[1, 1, 1, 0]], np.int32), "segment_ids": 0 * ids}
+    assert model.dropout.rate == 0.1
+    evaluation = model(inputs)["logits"].numpy()
+    np.testing.assert_array_equal(model(inputs)["logits"].numpy(), evaluation)
+    # With the encoder's dropout off, training changes the logits only through the head's dropout.
+    assert not np.allclose(model(inputs, training=True)["logits"].numpy(), evaluation)
+
+
+# -- a checkpoint of the original's run_classifier -----------------------------------------------
+
+
+def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
+    """From --init_checkpoint when --output_dir has no checkpoint (global_step 0, as the
+    Estimator's initialisation), else from the latest there; both against float64 NumPy."""
+    prefix = str(tmp_path / "original" / "model.ckpt-1234")
+    weights = ff.write_original_finetuned_checkpoint(prefix, 2, 1234, seed=3)
+    options = ClassifierOptions(
+        task_name="mrpc",
+        data_dir=DEMO,
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "from_init"),
+        init_checkpoint=prefix,
+        max_seq_length=32,
+        do_eval=True,
+        do_predict=True,
+        eval_batch_size=6,  # 32 dev examples: 5 full batches and one of 2 real rows
+        predict_batch_size=5,  # 16 test examples: the last batch has 1 real row
+    )
+    results = run_classifier(options)
+    probabilities, _ = ff.reference_probabilities(
+        weights, str(tmp_path / "from_init" / "predict.tf_record"), 32
+    )
+    np.testing.assert_allclose(results["predict"], probabilities, rtol=0, atol=2e-6)
+    lines = (tmp_path / "from_init" / "test_results.tsv").read_text().splitlines()
+    np.testing.assert_allclose(
+        [[float(p) for p in line.split("\t")] for line in lines], probabilities, atol=2e-6
+    )
+
+    expected = ff.eval_reference(weights, str(tmp_path / "from_init" / "eval.tf_record"), 32, 6)
+    got = dict(
+        line.split(" = ") for line in (tmp_path / "from_init" / "eval_results.txt").read_text().splitlines()
+    )
+    assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert got["global_step"] == "0"
+    for key, value in expected.items():
+        assert float(got[key]) == pytest.approx(value, abs=1e-5), key
+    # `loss` is the mean of the batch means (the last batch's mean over its 2 real rows).
+    assert float(got["loss"]) != pytest.approx(float(got["eval_loss"]), abs=1e-4)
+
+    # The same checkpoint as the latest in --output_dir wins over --init_checkpoint.
+    output_dir = tmp_path / "in_output_dir"
+    shutil.copytree(tmp_path / "original", output_dir)
+    (output_dir / "checkpoint").write_text(
+        'model_checkpoint_path: "model.ckpt-1234"\nall_model_checkpoint_paths: "model.ckpt-1234"\n'
+    )
+    options.output_dir, options.init_checkpoint = str(output_dir), mf.GOOGLE_TINY_CKPT
+    results = run_classifier(options)
+    np.testing.assert_allclose(results["predict"], probabilities, rtol=0, atol=2e-6)
+    assert results["eval"]["global_step"] == 1234
+
+
+# -- the tool end to end ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, fixtures_dir):
+    """tools/run_classifier.py on the bundled keyword task, its dev set replaced by the training
+    set (accuracy on its own training data), from google_tiny's random weights. About 40 s."""
+    workdir = tmp_path_factory.mktemp("classifier")
+    data_dir = workdir / "data"
+    shutil.copytree(DEMO, data_dir)
+    shutil.copy(data_dir / "train.tsv", data_dir / "dev.tsv")
+    output_dir = workdir / "output"
+    args = [
+        TOOL,
+        "--task_name=MRPC",
+        f"--data_dir={data_dir}",
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+        f"--output_dir={output_dir}",
+        f"--export_dir={workdir / 'export'}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--max_seq_length=24",
+        "--train_batch_size=16",
+        "--learning_rate=1e-3",
+        "--num_train_epochs=10",
+        "--iterations_per_loop=20",
+        "--seed=1",
+    ]
+    result = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, output_dir, result.stderr
+
+
+def test_learns_the_keyword_task_to_90_percent_on_its_training_set(trained):
+    _, output_dir, _ = trained
+    got = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
+    assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert got["global_step"] == str(int(96 / 16 * 10))  # the original's step arithmetic
+    assert float(got["eval_accuracy"]) >= 0.9, got
+
+
+def test_writes_one_record_per_example_and_one_result_row_per_test_example(trained):
+    _, output_dir, _ = trained
+    for name, count in (("train", 96), ("eval", 96), ("predict", 16)):
+        records = list(tf.data.TFRecordDataset(str(output_dir / f"{name}.tf_record")))
+        assert len(records) == count, name
+    rows = [line.split("\t") for line in (output_dir / "test_results.tsv").read_text().splitlines()]
+    assert len(rows) == 16 and all(len(row) == 2 for row in rows)
+    np.testing.assert_allclose([sum(map(float, row)) for row in rows], 1.0, atol=1e-6)
+    names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-60")).get_variable_to_shape_map()
+    assert {
+        "output_weights",
+        "output_bias",
+        "output_weights/adam_m",
+        "output_bias/adam_v",
+        "global_step",
+    } <= set(names)
+
+
+def test_exported_text_pair_signature_gives_the_tools_probabilities(trained):
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    workdir, output_dir, _ = trained
+    loaded = tf.saved_model.load(str(workdir / "export" / "1"))
+    with open(os.path.join(DEMO, "test.tsv"), encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    outputs = loaded.signatures["text_pair"](
+        text_a=tf.constant([row[3] for row in rows]), text_b=tf.constant([row[4] for row in rows])
+    )
+    expected = [
+        [float(p) for p in line.split("\t")]
+        for line in (output_dir / "test_results.tsv").read_text().splitlines()
+    ]
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), expected, rtol=0, atol=1e-6)
+    single = loaded.signatures["text"](text=tf.constant([rows[0][3]]))["probabilities"].numpy()
+    assert single.shape == (1, 2)
+
+
+def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):
+    common = [
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--output_dir={tmp_path / 'o'}",
+    ]
+    result = subprocess.run(
+        [sys.executable, TOOL, "--task_name=QQP", f"--data_dir={DEMO}", "--do_train", *common],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: --task_name: unknown task 'QQP'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
+    )

@@ -1,0 +1,180 @@
+"""The shared fine-tuning runner: the original's step arithmetic, feature records written
+atomically and read back, the exact eval pass (zero rows after the records, per input pipeline),
+and evaluation and prediction on two replicas (MirroredStrategy on 2 logical CPUs, in a
+subprocess) against the float64 NumPy reference of a checkpoint in the original's layout.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.tasks import finetuning
+from tests import finetuning_fixtures as ff
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(REPO, "tools", "demo_data", "mrpc_keyword")
+
+
+def test_train_and_warmup_steps_are_the_originals_arithmetic(tmp_path, fixtures_dir):
+    # MRPC: 3,668 examples, batch 32, 3 epochs -> int(343.875) = 343 steps, int(34.3) = 34 warm-up.
+    assert finetuning.train_steps(3668, 32, 3.0) == 343
+    assert finetuning.warmup_steps(343, 0.1) == 34
+    assert finetuning.train_steps(10, 32, 3.0) == 0
+    options = finetuning.FinetuningOptions(
+        vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path),
+        do_train=True,
+    )
+    runner = finetuning.FinetuningRunner(options)
+    with pytest.raises(
+        ValueError, match="10 training examples with --train_batch_size=32 .* give no training step"
+    ):
+        runner.train(None, "unused", {}, 10)
+
+
+def test_options_are_checked_before_anything_is_written(tmp_path, fixtures_dir):
+    base = dict(
+        vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "out"),
+        do_eval=True,
+    )
+    for changes, message in (
+        (dict(do_eval=False), "at least one of --do_train, --do_eval or --do_predict"),
+        (dict(max_seq_length=513), r"--max_seq_length.*max_position_embeddings \(512\)"),
+        (dict(vocab_file=os.path.join(DEMO, "train.tsv")), r"--vocab_file.*the vocabulary has .* tokens"),
+        (dict(init_checkpoint="cased_L-12_H-768_A-12/bert_model.ckpt"), "do_lower_case"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            finetuning.FinetuningRunner(finetuning.FinetuningOptions(**dict(base, **changes)))
+    assert not (tmp_path / "out").exists()
+
+
+def _records(tmp_path, count):
+    path = str(tmp_path / "r.tf_record")
+    rows = [
+        {"input_ids": [i, 10 + i], "weights": [0.5 * i], "is_real_example": [1]} for i in range(1, count + 1)
+    ]
+    assert finetuning.write_records(path, rows) == count
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([2], tf.int64),
+        "weights": tf.io.FixedLenFeature([1], tf.float32),
+        "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+    }
+    return path, spec
+
+
+def test_eval_dataset_covers_every_record_once_then_zero_rows(tmp_path):
+    path, spec = _records(tmp_path, 5)
+    batches = list(finetuning.records_dataset(path, spec, 2, is_training=False, num_batches=3))
+    assert [b["input_ids"].dtype for b in batches] == [tf.int32] * 3
+    ids = np.concatenate([b["input_ids"].numpy() for b in batches])
+    np.testing.assert_array_equal(ids, [[1, 11], [2, 12], [3, 13], [4, 14], [5, 15], [0, 0]])
+    np.testing.assert_array_equal(np.concatenate([b["is_real_example"] for b in batches]), [1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(
+        np.concatenate([b["weights"] for b in batches])[:, 0], [0.5, 1, 1.5, 2, 2.5, 0]
+    )
+    # The second of two input pipelines reads records 2 and 4, then zero rows.
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
+    batches = finetuning.records_dataset(
+        path, spec, 2, is_training=False, input_context=context, num_batches=2
+    )
+    np.testing.assert_array_equal(np.concatenate([b["input_ids"][:, 0] for b in batches]), [2, 4, 0, 0])
+
+
+def test_training_dataset_repeats_every_record_in_full_batches(tmp_path):
+    path, spec = _records(tmp_path, 5)
+    dataset = finetuning.records_dataset(path, spec, 2, is_training=True, seed=3)
+    assert dataset.element_spec["input_ids"].shape == (2, 2)
+    # Shuffled after the repeat (the original's order), so epochs mix in the buffer of 100.
+    seen = np.concatenate([b["input_ids"][:, 0].numpy() for b in dataset.take(10)])
+    assert len(seen) == 20 and set(seen) == {1, 2, 3, 4, 5}
+
+
+def test_records_are_absent_after_a_failed_write(tmp_path):
+    def rows():
+        yield {"input_ids": [1]}
+        raise RuntimeError("conversion failed")
+
+    with pytest.raises(RuntimeError):
+        finetuning.write_records(str(tmp_path / "train.tf_record"), rows())
+    assert os.listdir(tmp_path) == []
+
+
+_MIRRORED = """
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from bert_tf.tasks.classifier import ClassifierOptions, run_classifier
+results = run_classifier(ClassifierOptions(**json.loads(sys.argv[1])))
+print(json.dumps({"replicas": tf.distribute.MirroredStrategy().num_replicas_in_sync,
+                  "eval": results["eval"], "predict": results["predict"].tolist()}))
+"""
+
+
+def test_eval_and_predict_on_two_replicas_match_the_reference(tmp_path, fixtures_dir):
+    """32 dev and 16 test examples in batches of 6: the last batch of each holds padding rows,
+    which a replica may get only of; outputs come back in file order. About 15 s."""
+    prefix = str(tmp_path / "original" / "model.ckpt-77")
+    weights = ff.write_original_finetuned_checkpoint(prefix, 2, 77, seed=5)
+    output_dir = tmp_path / "mirrored"
+    options = dict(
+        task_name="mrpc",
+        data_dir=DEMO,
+        vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(output_dir),
+        init_checkpoint=prefix,
+        max_seq_length=32,
+        do_eval=True,
+        do_predict=True,
+        eval_batch_size=6,
+        predict_batch_size=6,
+        strategy="mirrored",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _MIRRORED, json.dumps(options)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert got["replicas"] == 2
+    probabilities, _ = ff.reference_probabilities(weights, str(output_dir / "predict.tf_record"), 32)
+    np.testing.assert_allclose(got["predict"], probabilities, rtol=0, atol=2e-6)
+    expected = ff.eval_reference(weights, str(output_dir / "eval.tf_record"), 32, 6)
+    for key, value in expected.items():
+        assert got["eval"][key] == pytest.approx(value, abs=1e-5), key
+
+
+def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
+    import keras
+
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.tagging import BertTagger
+
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    ids = np.array([[101, 3899, 1037, 102, 0]], np.int32)
+    inputs = {"input_ids": ids, "input_mask": np.array([[1, 1, 1, 1, 0]], np.int32), "segment_ids": 0 * ids}
+    for model_class in (BertClassifier, BertTagger):
+        mixed = model_class(config, 3, dtype="mixed_bfloat16")
+        exact = model_class(config, 3)
+        exact.set_weights(mixed.get_weights())
+        assert [w.dtype for w in mixed.weights] == ["float32"] * len(mixed.weights)
+        logits = mixed(inputs)["logits"]
+        assert logits.dtype == "float32"
+        # bfloat16 keeps 8 bits of mantissa in the encoder; the head adds no rounding of its own.
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), exact(inputs)["logits"], atol=2e-2)

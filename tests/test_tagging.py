@@ -1,0 +1,276 @@
+"""Token tagging: the CoNLL reader, first-piece labels and windows on hand-checked cases, the
+conlleval chunker on hand-made IOB1/IOB2 sequences whose chunks are counted by hand, the head's
+names, and tools/run_tagger.py end to end on the bundled names task from google_tiny's random
+weights.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.tasks import tagging
+from bert_tf.tasks.tagging import TaggingExample, chunks, entity_scores
+from bert_tf.text.tokenization import FullTokenizer
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(REPO, "tools", "run_tagger.py")
+DEMO = os.path.join(REPO, "tools", "demo_data", "conll_names")
+VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
+LABELS = ["B-LOC", "B-PER", "I-LOC", "I-PER", "O"]
+
+
+def _ids(tokens):
+    with open(VOCAB, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    return [lines.index(token) for token in tokens]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(fixtures_dir):
+    return FullTokenizer(VOCAB, do_lower_case=True)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def test_conll_reader_skips_docstart_and_blank_lines(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text(
+        "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n\n"
+        "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n-DOCSTART- -X- -X- O\nBRUSSELS NNP B-NP B-LOC\n"
+    )
+    examples = tagging.read_conll(str(path), "train")
+    assert examples == [
+        TaggingExample("train-0", ["EU", "rejects"], ["B-ORG", "O"], str(path), 3),
+        TaggingExample("train-1", ["Peter", "Blackburn"], ["B-PER", "I-PER"], str(path), 7),
+        TaggingExample("train-2", ["BRUSSELS"], ["B-LOC"], str(path), 10),
+    ]
+    tokens_only = tmp_path / "test.txt"
+    tokens_only.write_text("Peter\nsaid\n\nHi\n")
+    assert [e.words for e in tagging.read_conll(str(tokens_only), "test", require_tags=False)] == [
+        ["Peter", "said"],
+        ["Hi"],
+    ]
+    assert tagging.read_conll(str(tokens_only), "test", require_tags=False)[0].tags is None
+
+
+def test_conll_reader_names_the_file_and_line_of_a_bad_row(tmp_path):
+    path = tmp_path / "dev.txt"
+    path.write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nGerman JJ B-NP\n")
+    with pytest.raises(ValueError, match=r"dev\.txt:4: 3 columns, expected 4 \(as line 1\)"):
+        tagging.read_conll(str(path), "dev")
+    path.write_text("EU\nrejects\n")
+    with pytest.raises(ValueError, match=r"dev\.txt:1: a token and a tag expected, found 1 column"):
+        tagging.read_conll(str(path), "dev")
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+def test_labels_on_first_pieces_only(tokenizer):
+    # "Johanson" -> johan ##son; "U.S." -> u . s . (basic tokenization splits the punctuation).
+    example = TaggingExample("g", ["Johanson", "visited", "U.S."], ["B-PER", "O", "B-LOC"], "f", 1)
+    [feature] = tagging.convert_example(
+        0, example, {label: i for i, label in enumerate(LABELS)}, 12, tokenizer
+    )
+    tokens = ["[CLS]", "johan", "##son", "visited", "u", ".", "s", ".", "[SEP]"]
+    assert feature.input_ids == _ids(tokens) + [0] * 3
+    assert feature.input_mask == [1] * 9 + [0] * 3
+    assert feature.segment_ids == [0] * 12
+    assert feature.word_positions == [1, 3, 4]
+    assert feature.label_ids == [0, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert feature.label_weights == [0.0, 1.0, 0.0, 1.0, 1.0] + [0.0] * 7
+
+
+def test_long_sentence_is_split_into_windows_of_whole_words(tokenizer):
+    # max_seq_length 6 leaves 4 pieces per window: [johan ##son visited] [u . s .] [dog].
+    example = TaggingExample(
+        "g", ["Johanson", "visited", "U.S.", "dog"], ["B-PER", "O", "B-LOC", "O"], "f", 1
+    )
+    features = tagging.convert_example(3, example, {label: i for i, label in enumerate(LABELS)}, 6, tokenizer)
+    assert [f.input_ids for f in features] == [
+        _ids(["[CLS]", "johan", "##son", "visited", "[SEP]"]) + [0],
+        _ids(["[CLS]", "u", ".", "s", ".", "[SEP]"]),
+        _ids(["[CLS]", "dog", "[SEP]"]) + [0] * 3,
+    ]
+    assert [(f.example_index, f.first_word, f.word_positions) for f in features] == [
+        (3, 0, [1, 3]),
+        (3, 2, [1]),
+        (3, 3, [1]),
+    ]
+    # Every word gets exactly one prediction back, in order.
+    predictions = np.zeros((3, 6), np.int32)
+    predictions[0, [1, 3]] = [1, 4]
+    predictions[1, 1], predictions[2, 1] = 0, 4
+    assert tagging.word_predictions([example] * 4, features, predictions, LABELS)[3] == [
+        "B-PER",
+        "O",
+        "B-LOC",
+        "O",
+    ]
+
+
+def test_a_word_longer_than_a_window_keeps_its_first_pieces_and_empty_words_are_unk(tokenizer):
+    example = TaggingExample("g", ["Johanson", "\u200b"], ["B-PER", "O"], "f", 1)
+    features = tagging.convert_example(0, example, {label: i for i, label in enumerate(LABELS)}, 3, tokenizer)
+    assert [f.input_ids for f in features] == [
+        _ids(["[CLS]", "johan", "[SEP]"]),
+        _ids(["[CLS]", "[UNK]", "[SEP]"]),
+    ]
+
+
+def test_an_unknown_tag_names_its_file_and_line(tokenizer):
+    example = TaggingExample("g", ["a", "b"], ["O", "B-ORG"], "dev.txt", 7)
+    with pytest.raises(ValueError, match=r"dev\.txt:8: tag 'B-ORG' is not one of the labels"):
+        tagging.convert_example(0, example, {label: i for i, label in enumerate(LABELS)}, 8, tokenizer)
+
+
+# -- conlleval's chunks ----------------------------------------------------------------------------
+
+
+def test_chunks_of_iob1():
+    # IOB1: I- inside; B- only between two chunks of the same type.
+    labels = ["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC", "I-ORG", "I-ORG"]
+    assert chunks(labels) == [(0, 2, "PER"), (3, 4, "LOC"), (4, 6, "LOC"), (6, 8, "ORG")]
+
+
+def test_chunks_of_iob2():
+    labels = ["B-PER", "I-PER", "B-PER", "O", "B-LOC", "I-LOC", "I-LOC", "O", "B-MISC"]
+    assert chunks(labels) == [(0, 2, "PER"), (2, 3, "PER"), (4, 7, "LOC"), (8, 9, "MISC")]
+
+
+def test_chunks_of_ill_formed_tags_and_hyphenated_types():
+    # An I after O starts a chunk; a type change ends one and starts another; the type is all
+    # after the first hyphen.
+    assert chunks(["O", "I-PER", "I-PER", "B-LOC", "I-PER", "I-B-X"]) == [
+        (1, 3, "PER"),
+        (3, 4, "LOC"),
+        (4, 5, "PER"),
+        (5, 6, "B-X"),
+    ]
+    assert chunks(["O", "O"]) == []
+
+
+def test_entity_scores_count_exact_spans_and_types():
+    gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
+    predicted = [["B-PER", "O", "O", "B-LOC"], ["B-LOC", "B-PER"]]
+    # gold: PER(0,2) LOC(3,4) | ORG(0,1) = 3; predicted: PER(0,1) LOC(3,4) | LOC(0,1) PER(1,2) = 4;
+    # correct: LOC(3,4) only. Words right: B-PER, O, B-LOC of 6.
+    scores = entity_scores(gold, predicted)
+    assert (scores["gold_chunks"], scores["predicted_chunks"], scores["correct_chunks"]) == (3, 4, 1)
+    assert scores["precision"] == pytest.approx(1 / 4)
+    assert scores["recall"] == pytest.approx(1 / 3)
+    assert scores["f1"] == pytest.approx(2 * (1 / 4) * (1 / 3) / (1 / 4 + 1 / 3))
+    assert scores["accuracy"] == pytest.approx(3 / 6)
+    assert entity_scores([["O"]], [["O"]])["f1"] == 0.0
+
+
+# -- model -----------------------------------------------------------------------------------------
+
+
+def test_head_names_and_the_untrained_pooler(fixtures_dir):
+    model = tagging.BertTagger(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), 5)
+    shapes = {w.path: tuple(w.shape) for w in model.weights}
+    assert shapes["cls/tagging/output_weights"] == (5, 128) and shapes["cls/tagging/output_bias"] == (5,)
+    assert [p for p in shapes if not p.startswith("bert/")] == [
+        "cls/tagging/output_weights",
+        "cls/tagging/output_bias",
+    ]
+    trainable = {w.path for w in model.trainable_variables}
+    assert "bert/pooler/dense/kernel" not in trainable and "cls/tagging/output_weights" in trainable
+
+
+# -- the tool end to end ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, fixtures_dir):
+    """tools/run_tagger.py on the bundled names task, evaluated on its own training file, from
+    google_tiny's random weights. About 30 s."""
+    workdir = tmp_path_factory.mktemp("tagger")
+    output_dir = workdir / "output"
+    test_file = workdir / "test.txt"
+    shutil.copy(os.path.join(DEMO, "test.txt"), test_file)
+    args = [
+        TOOL,
+        f"--train_file={DEMO}/train.txt",
+        f"--eval_file={DEMO}/train.txt",
+        f"--predict_file={test_file}",
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+        f"--output_dir={output_dir}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--max_seq_length=24",
+        "--train_batch_size=16",
+        "--learning_rate=1e-3",
+        "--num_train_epochs=10",
+        "--iterations_per_loop=25",
+        "--seed=1",
+    ]
+    result = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result.stderr
+
+
+def test_learns_the_names_task(trained):
+    """The tags are a function of the word and its left neighbour (a first name, a surname after
+    one, a city or company name, or O), so a tagger can get every chunk right; random
+    predictions over its 6 tags find almost none. 0.9 entity F1 on the training file is a clear
+    sign of learning, reached from random weights in 50 steps."""
+    output_dir, _ = trained
+    got = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
+    assert list(got) == [
+        "eval_accuracy",
+        "eval_f1",
+        "eval_loss",
+        "eval_precision",
+        "eval_recall",
+        "global_step",
+        "loss",
+    ]
+    assert got["global_step"] == str(int(80 / 16 * 10))
+    assert float(got["eval_f1"]) >= 0.9, got
+    # The F1 written is conlleval's on the predictions file written beside it.
+    sentences, gold, predicted = [], [], []
+    for line in (output_dir / "eval_predictions.txt").read_text().splitlines() + [""]:
+        if line:
+            sentences.append(line.split())
+        elif sentences:
+            gold.append([s[1] for s in sentences])
+            predicted.append([s[2] for s in sentences])
+            sentences = []
+    assert len(gold) == 80
+    assert float(got["eval_f1"]) == pytest.approx(entity_scores(gold, predicted)["f1"], abs=1e-6)
+
+
+def test_predictions_are_written_back_in_conll_format(trained):
+    output_dir, _ = trained
+    with open(os.path.join(DEMO, "test.txt"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    expected = [
+        line.split()[0] + " " + line.split()[-1]
+        for line in lines
+        if line and not line.startswith("-DOCSTART-")
+    ]
+    written = [line for line in (output_dir / "test_predictions.txt").read_text().splitlines() if line]
+    assert [" ".join(line.split()[:2]) for line in written] == expected
+    assert all(len(line.split()) == 3 for line in written)
+    assert (output_dir / "test_predictions.txt").read_text().count("\n\n") == 16
+    assert len(list(tf.data.TFRecordDataset(str(output_dir / "train.tf_record")))) == 80
