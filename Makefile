@@ -33,6 +33,7 @@ bench: install
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
 	$(PY) benchmarks/finetuning_bench.py
+	$(PY) benchmarks/squad_features_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
