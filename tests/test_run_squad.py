@@ -6,6 +6,7 @@ back with TensorFlow; the prediction files recomputed from the trained checkpoin
 """
 
 import json
+import logging
 import os
 import random
 import subprocess
@@ -271,44 +272,35 @@ def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
         assert predictions[qid] == ("" if null_odds[qid] > -1.0 else best_non_null["text"])
 
 
-def test_tool_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path):
+def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, caplog):
     context = "Paris is the capital of France."
-    data = {
-        "data": [
-            {
-                "paragraphs": [
-                    {
-                        "context": context,
-                        "qas": [
-                            {
-                                "id": "good",
-                                "question": "?",
-                                "answers": [{"text": "Paris", "answer_start": 0}],
-                            },
-                            {
-                                "id": "bad",
-                                "question": "?",
-                                "answers": [{"text": "France", "answer_start": 9}],
-                            },
-                        ],
-                    }
-                ]
-            }
-        ]
-    }
-    train_file = tmp_path / "train.json"
-    train_file.write_text(json.dumps(data))
-    output_dir = tmp_path / "out"
-    flags = [
-        f"--train_file={train_file}",
-        f"--output_dir={output_dir}",
-        "--max_seq_length=32",
-        "--max_query_length=8",
+    qas = [
+        {"id": "good", "question": "?", "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "bad", "question": "?", "answers": [{"text": "France", "answer_start": 9}]},
     ]
-    result = run_squad("--do_train", "--train_batch_size=1", "--num_train_epochs=1", *flags)
-    assert f"{train_file}: question bad: skipped: answer 'France' is not at offset 9" in result.stderr
-    assert "Train: 1 questions, 1 features" in result.stderr
-    assert (output_dir / "model.ckpt-1.index").exists()
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        train_file=str(train_file),
+        max_seq_length=32,
+        max_query_length=8,
+        train_batch_size=1,
+        num_train_epochs=1,
+    )
+    with caplog.at_level(logging.INFO):
+        squad.run_squad(options)
+    messages = [r.getMessage() for r in caplog.records]
+    assert (
+        f"{train_file}: question bad: skipped: answer 'France' is not at offset 9 (found 'the capital')"
+        in messages
+    )
+    assert "Train: 1 questions, 1 features" in messages
+    assert (tmp_path / "out" / "model.ckpt-1.index").exists()  # int(1 / 1 * 1) steps
 
 
 @pytest.mark.parametrize(

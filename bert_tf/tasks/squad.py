@@ -19,9 +19,10 @@ answer is first narrowed to the WordPieces that spell its text, where some do
 (`_improve_answer_span`); a window that does not contain the whole answer, or an impossible
 question, is labelled position 0 ([CLS]).
 
-Head: `cls/squad/output_weights` [2, H] and `cls/squad/output_bias` [2] on the last encoder
-layer: per token, a start and an end logit. The loss is the mean of the start and end cross
-entropies over the sequence positions.
+Head (`BertSquad`, `SquadTask`): `cls/squad/output_weights` [2, H] and `cls/squad/output_bias`
+[2] on the last encoder layer give each token a start and an end logit; a softmax over the
+sequence positions, and the loss is `(start_loss + end_loss) / 2`, each the mean over the batch
+of the labelled position's cross entropy.
 
 Predictions (`compute_predictions`, `write_predictions`): for each feature, every pair of the
 `n_best_size` best starts and ends that lies in the document, starts in a token's max-context
@@ -33,6 +34,9 @@ accents and punctuation. Under SQuAD 2.0 the null answer ("") scores the lowest
 `start_logits[0] + end_logits[0]` of the question's features; the question is answered "" when
 that score minus the best non-null answer's exceeds `null_score_diff_threshold`, and the
 difference is written to `null_odds.json`.
+
+`run_squad(SquadOptions(...))` is `tools/run_squad.py`: the above through the shared runner of
+`bert_tf.tasks.finetuning`.
 """
 
 import collections
