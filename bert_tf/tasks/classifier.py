@@ -559,7 +559,6 @@ def run_classifier(options):
         task = runner.build(ClassifierTask, num_labels)
         eval_file, num_records = records["eval"]
         results["eval"] = runner.evaluate(task, eval_file, spec, num_records)
-    model = None
     if options.do_predict:
         model = runner.build(BertClassifier, num_labels)
         runner.restore(model)
@@ -570,19 +569,19 @@ def run_classifier(options):
             write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
         results["predict"] = probabilities
     if options.export_dir:
-        results["export"] = export_classifier(runner, num_labels, model)
+        results["export"] = export_classifier(runner, num_labels)
     return results
 
 
-def export_classifier(runner, num_labels, model=None):
+def export_classifier(runner, num_labels):
     """Exports the classifier as a SavedModel version under `--export_dir` (`bert_tf.export`):
     every signature returns `probabilities` [batch, num_labels]; `text` and `text_pair` take raw
-    strings. The model is the latest checkpoint in `--output_dir`, else `--init_checkpoint`.
+    strings. The model (float32, outside any distribution strategy) is the latest checkpoint in
+    `--output_dir`, else `--init_checkpoint`.
 
     Args:
       runner: The `FinetuningRunner` (its options name the export).
       num_labels: The number of classes.
-      model: An already restored `BertClassifier`, or None to restore one.
 
     Returns:
       The version directory written.
@@ -590,9 +589,8 @@ def export_classifier(runner, num_labels, model=None):
     from bert_tf.export import export_saved_model
 
     options = runner.options
-    if model is None:
-        model = runner.build(BertClassifier, num_labels)
-        runner.restore(model)
+    model = BertClassifier(runner.config, num_labels)
+    runner.restore(model)
     return export_saved_model(
         model,
         ("probabilities",),

@@ -48,7 +48,6 @@ import os
 
 logger = logging.getLogger(__name__)
 
-MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
 EVAL_RESULTS = "eval_results.txt"
 # The original's input_fn shuffles the repeated training records with this buffer.
 SHUFFLE_BUFFER = 100
@@ -97,6 +96,7 @@ def define_flags(**defaults):
     from absl import flags
 
     from bert_tf.training.distribution import STRATEGIES
+    from bert_tf.training.pretraining import MIXED_PRECISION
 
     fields = {field.name: field.default for field in dataclasses.fields(FinetuningOptions)}
     unknown = sorted(set(defaults) - set(fields))
@@ -271,6 +271,8 @@ def records_dataset(
 
 
 def _validate(options):
+    from bert_tf.training.pretraining import MIXED_PRECISION
+
     if not (options.do_train or options.do_eval or options.do_predict):
         raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
     for flag in ("vocab_file", "bert_config_file", "output_dir"):
