@@ -42,6 +42,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/pretraining_data_bench.py
 	$(PY) benchmarks/trainer_bench.py
 	$(PY) benchmarks/finetuning_bench.py
+	$(PY) benchmarks/squad_features_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,322 @@
+"""The SQuAD head, loss and tools/run_squad.py end to end on google_tiny (random weights).
+
+References: the original's sequence output in the google_tiny fixture with the head's math in
+NumPy; answers checked as strings against the synthetic data; records and the checkpoint read
+back with TensorFlow; the prediction files recomputed from the trained checkpoint.
+"""
+
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf.tasks import squad
+from bert_tf.text.tokenization import FullTokenizer
+from tests import model_fixtures as mf
+from tests.test_squad import REPO, VOCAB
+
+DATA = os.path.join(REPO, "tools", "demo_data", "squad")
+TOOL = [sys.executable, os.path.join(REPO, "tools", "run_squad.py")]
+COMMON = [
+    f"--vocab_file={VOCAB}",
+    f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+    f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+    "--seed=1",
+]
+
+
+def run_squad(*flags, check=True):
+    result = subprocess.run([*TOOL, *COMMON, *flags], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr[-3000:])
+    return result
+
+
+def log_softmax(x):
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def test_head_and_loss_against_numpy_on_the_original_sequence_output(fixtures_dir):
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    task = squad.SquadTask(config)
+    model = task.model
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT, strict=False)
+    paths = {w.path: tuple(w.shape) for w in model.weights}
+    assert list(paths)[-2:] == ["cls/squad/output_weights", "cls/squad/output_bias"]
+    assert (paths["cls/squad/output_weights"], paths["cls/squad/output_bias"]) == ((2, 128), (2,))
+    assert not any(w.path.startswith("bert/pooler") for w in model.trainable_weights)
+    rng = np.random.RandomState(0)
+    weights, bias = rng.normal(0, 0.5, (2, 128)), rng.normal(0, 0.5, 2)
+    model.cls.output_weights.assign(weights)
+    model.cls.output_bias.assign(bias)
+
+    batch = mf.reference_arrays()["b0"]
+    outputs = model(mf.model_inputs(batch))
+    logits = batch["sequence_output"].astype(np.float64) @ weights.T + bias  # the original's, then the head
+    np.testing.assert_allclose(outputs["start_logits"], logits[..., 0], atol=1e-5)
+    np.testing.assert_allclose(outputs["end_logits"], logits[..., 1], atol=1e-5)
+
+    rows = len(logits)
+    positions = {
+        "start_positions": np.array([0, 3, 5, 31][:rows]),
+        "end_positions": np.array([0, 4, 9, 31][:rows]),
+    }
+    (numerator,), metrics = task.loss_terms(outputs, positions)
+    (denominator,) = task.loss_denominators(positions)
+    start_nll = -log_softmax(logits[..., 0])[np.arange(rows), positions["start_positions"]]
+    end_nll = -log_softmax(logits[..., 1])[np.arange(rows), positions["end_positions"]]
+    assert float(numerator) / float(denominator) == pytest.approx(
+        (start_nll.mean() + end_nll.mean()) / 2, rel=1e-5
+    )
+    assert float(metrics["start_loss"][0]) == pytest.approx(start_nll.sum(), rel=1e-5)
+    correct = (logits[..., 1].argmax(-1) == positions["end_positions"]).sum()
+    assert float(metrics["end_accuracy"][0]) == correct
+
+
+def synthetic_squad(num_questions, seed=0):
+    """Questions a tiny model can learn: each paragraph of filler words holds one year and one
+    two-word name; "in which year ?" asks for the year, "who was it ?" for the name."""
+    rng = random.Random(seed)
+    filler = [
+        "the",
+        "a",
+        "of",
+        "and",
+        "to",
+        "in",
+        "was",
+        "it",
+        "he",
+        "she",
+        "they",
+        "at",
+        "on",
+        "by",
+        "from",
+        "with",
+        "for",
+        "as",
+        "his",
+        "her",
+    ]
+    filler += [
+        "city",
+        "river",
+        "house",
+        "king",
+        "war",
+        "church",
+        "school",
+        "music",
+        "paper",
+        "game",
+        "field",
+        "road",
+        "light",
+    ]
+    first = ["john", "mary", "james", "anna", "peter", "paul", "george", "helen", "david", "sarah"]
+    last = ["smith", "brown", "jones", "miller", "davis", "wilson", "moore", "taylor", "clark", "lewis"]
+    paragraphs, answers = [], {}
+    for i in range(num_questions // 2):
+        words = rng.choices(filler, k=rng.randint(12, 24))
+        year, name = str(rng.randint(1800, 1999)), f"{rng.choice(first)} {rng.choice(last)}"
+        words.insert(rng.randint(0, len(words)), year)
+        words.insert(rng.randint(0, len(words)), name)
+        context = " ".join(words) + "."
+        qas = []
+        for qid, question, answer in ((f"y{i}", "in which year ?", year), (f"n{i}", "who was it ?", name)):
+            qas.append(
+                {
+                    "id": qid,
+                    "question": question,
+                    "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                }
+            )
+            answers[qid] = answer
+        paragraphs.append({"context": context, "qas": qas})
+    return {"version": "1.1", "data": [{"title": "synthetic", "paragraphs": paragraphs}]}, answers
+
+
+def test_learns_synthetic_squad_from_random_weights(fixtures_dir, tmp_path):
+    # About 25 s: 100 steps of batch 16 on the 2-layer model, then predict.
+    data, answers = synthetic_squad(64)
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps(data))
+    output_dir = tmp_path / "out"
+    run_squad(
+        "--do_train",
+        "--do_predict",
+        "--do_eval",
+        f"--train_file={train_file}",
+        f"--predict_file={train_file}",
+        f"--output_dir={output_dir}",
+        "--max_seq_length=48",
+        "--max_query_length=8",
+        "--train_batch_size=16",
+        "--num_train_epochs=25",
+        "--learning_rate=1e-3",
+    )
+    predictions = json.loads((output_dir / "predictions.json").read_text())
+    assert list(predictions) == list(answers)
+    exact = sum(predictions[qid] == answer for qid, answer in answers.items()) / len(answers)
+    assert exact >= 0.5, predictions
+    results = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
+    assert sorted(results) == ["exact_match", "f1"]
+    assert float(results["exact_match"]) >= 100 * exact  # normalised answers match at least as often
+    assert not (output_dir / "null_odds.json").exists()
+    # The checkpoint: int(64 / 16 * 25) steps, the head with its Adam slots, the pooler without.
+    names = dict(tf.train.list_variables(str(output_dir / "model.ckpt-100")))
+    assert names["cls/squad/output_weights"] == [2, 128] and names["cls/squad/output_bias"] == [2]
+    assert "cls/squad/output_weights/adam_m" in names and "cls/squad/output_bias/adam_v" in names
+    assert "bert/pooler/dense/kernel" in names and "bert/pooler/dense/kernel/adam_m" not in names
+
+
+def read_records(path, spec):
+    return [
+        {k: v.numpy().tolist() for k, v in tf.io.parse_single_example(r, spec).items()}
+        for r in tf.data.TFRecordDataset(str(path))
+    ]
+
+
+def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
+    # About 15 s.
+    data_file = os.path.join(DATA, "squad-v2.0.json")
+    output_dir = tmp_path / "out"
+    shape = ["--max_seq_length=64", "--doc_stride=24", "--max_query_length=16"]
+    run_squad(
+        "--do_train",
+        "--do_predict",
+        "--version_2_with_negative",
+        "--null_score_diff_threshold=-1.0",
+        "--n_best_size=5",
+        f"--train_file={data_file}",
+        f"--predict_file={data_file}",
+        f"--output_dir={output_dir}",
+        "--train_batch_size=8",
+        "--num_train_epochs=2",  # int(15 / 8 * 2) = 3 steps
+        *shape,
+    )
+    tokenizer = FullTokenizer(VOCAB, do_lower_case=True)
+
+    def features(examples, is_training):
+        return list(squad.convert_examples_to_features(examples, tokenizer, 64, 24, 16, is_training))
+
+    # train.tf_record: the features of the examples in random.Random(12345)'s order.
+    train_examples = squad.read_squad_examples(data_file, True, True)
+    random.Random(12345).shuffle(train_examples)
+    spec = squad.name_to_features(64, True)
+    spec["is_impossible"] = tf.io.FixedLenFeature([], tf.int64)
+    assert read_records(output_dir / "train.tf_record", spec) == [
+        {k: v[0] if len(v) == 1 else v for k, v in squad.feature_values(f, True).items()}
+        for f in features(train_examples, True)
+    ]
+    assert {e.qas_id for e in train_examples if e.is_impossible} == {"ada06", "zur11", "bei15"}
+
+    # eval.tf_record, in file order.
+    examples = squad.read_squad_examples(data_file, False)
+    eval_features = features(examples, False)
+    records = read_records(output_dir / "eval.tf_record", squad.name_to_features(64, False))
+    assert records == [
+        {k: v[0] if len(v) == 1 else v for k, v in squad.feature_values(f, False).items()}
+        for f in eval_features
+    ]
+
+    # The three files: the original's structure, recomputed from the trained checkpoint.
+    model = squad.BertSquad(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, str(output_dir / "model.ckpt-3"))
+    inputs = {
+        k: np.array([r[k] for r in records], np.int32) for k in ("input_ids", "input_mask", "segment_ids")
+    }
+    outputs = model(inputs)
+    results = [
+        squad.RawResult(f.unique_id, s, e)
+        for f, s, e in zip(
+            eval_features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy(), strict=True
+        )
+    ]
+    expected = squad.compute_predictions(
+        examples,
+        eval_features,
+        results,
+        5,
+        30,
+        True,
+        version_2_with_negative=True,
+        null_score_diff_threshold=-1.0,
+    )
+    texts = {name: (output_dir / name).read_text() for name in squad.PREDICTION_FILES}
+    for text in texts.values():
+        assert text.startswith('{\n    "ada01": ') and text.endswith("\n}\n")  # indent 4, as the original
+        assert list(json.loads(text)) == [e.qas_id for e in examples]
+    predictions, nbest, null_odds = (json.loads(t) for t in texts.values())
+    assert predictions == expected[0]
+    for qid, entries in nbest.items():
+        assert [e["text"] for e in entries] == [e["text"] for e in expected[1][qid]]
+        for entry, want in zip(entries, expected[1][qid], strict=True):
+            assert list(entry) == ["text", "probability", "start_logit", "end_logit"]
+            assert [entry[k] for k in list(entry)[1:]] == pytest.approx(
+                [want[k] for k in list(want)[1:]], abs=1e-4
+            )
+        assert sum(e["probability"] for e in entries) == pytest.approx(1.0)
+        assert "" in [e["text"] for e in entries]
+        best_non_null = next(e for e in entries if e["text"])
+        assert null_odds[qid] == pytest.approx(expected[2][qid], abs=1e-4)
+        assert predictions[qid] == ("" if null_odds[qid] > -1.0 else best_non_null["text"])
+
+
+def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, caplog):
+    context = "Paris is the capital of France."
+    qas = [
+        {"id": "good", "question": "?", "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "bad", "question": "?", "answers": [{"text": "France", "answer_start": 9}]},
+    ]
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        train_file=str(train_file),
+        max_seq_length=32,
+        max_query_length=8,
+        train_batch_size=1,
+        num_train_epochs=1,
+    )
+    with caplog.at_level(logging.INFO):
+        squad.run_squad(options)
+    messages = [r.getMessage() for r in caplog.records]
+    assert (
+        f"{train_file}: question bad: skipped: answer 'France' is not at offset 9 (found 'the capital')"
+        in messages
+    )
+    assert "Train: 1 questions, 1 features" in messages
+    assert (tmp_path / "out" / "model.ckpt-1.index").exists()  # int(1 / 1 * 1) steps
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(do_train=True), r"^--do_train needs --train_file$"),
+        (dict(do_eval=True), r"^--do_eval needs --predict_file$"),
+        (dict(do_train=True, train_file="t.json", max_seq_length=11, max_query_length=8),
+         r"^--max_seq_length \(11\) must be greater than --max_query_length \(8\) \+ 3$"),
+        (dict(do_predict=True, predict_file="p", doc_stride=0), r"^--doc_stride must be at least 1, got 0"),
+        (dict(do_predict=True, predict_file="p", n_best_size=0), r"^--n_best_size must be at least 1"),
+        (dict(do_eval=True, predict_file=os.path.join(DATA, "squad-v1.1.json")),
+         r"^--do_eval: .*predictions.json does not exist \(run --do_predict first\)$"),
+    ],
+)  # fmt: skip
+def test_bad_flags(fixtures_dir, tmp_path, options, message):
+    base = dict(vocab_file=VOCAB, bert_config_file=mf.GOOGLE_TINY_CONFIG, output_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=message):
+        squad.run_squad(squad.SquadOptions(**base, **options))
