@@ -12,11 +12,12 @@ your own files, --export_dir, and the trainer's --strategy, --mixed_precision, -
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.tasks import finetuning
+from bert_tf.tasks.finetuning import FinetuningOptions
+from bert_tf.training.options import define_flags, options_from_flags
 
 flags.DEFINE_string("data_dir", None, "The input data dir, with the task's .tsv files.")
 flags.DEFINE_string("task_name", None, "The task: cola, mnli, mrpc, xnli (the original's), or tsv/csv.")
-finetuning.define_flags()
+define_flags(FinetuningOptions)
 # bert_tf's.
 flags.DEFINE_string("text_a_column", "sentence", "tsv/csv: the header name of the text column.")
 flags.DEFINE_string("text_b_column", None, "tsv/csv: the header name of the second text of a pair.")
@@ -39,7 +40,7 @@ def main(argv):
     from bert_tf.tasks.classifier import ClassifierOptions, run_classifier
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    run_classifier(finetuning.options_from_flags(ClassifierOptions))
+    run_classifier(options_from_flags(ClassifierOptions))
 
 
 if __name__ == "__main__":

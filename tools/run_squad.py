@@ -16,11 +16,12 @@ predictions on --predict_file) and the trainer's --strategy, --mixed_precision, 
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.tasks import finetuning
+from bert_tf.tasks.finetuning import FinetuningOptions
+from bert_tf.training.options import define_flags, options_from_flags
 
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-finetuning.define_flags(max_seq_length=384)
+define_flags(FinetuningOptions, max_seq_length=384)
 flags.DEFINE_integer(
     "doc_stride", 128, "When splitting a long document into windows, the most tokens between starts."
 )
@@ -46,7 +47,7 @@ def main(argv):
     from bert_tf.tasks.squad import SquadOptions, run_squad
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    run_squad(finetuning.options_from_flags(SquadOptions))
+    run_squad(options_from_flags(SquadOptions))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ trainer's (--strategy, --mixed_precision, ...), plus the files and the labels:
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.tasks import finetuning
+from bert_tf.tasks.finetuning import FinetuningOptions
+from bert_tf.training.options import define_flags, options_from_flags
 
 flags.DEFINE_string("train_file", None, "CoNLL-style training file (token first, tag last column).")
 flags.DEFINE_string("eval_file", None, "CoNLL-style dev file, for --do_eval.")
@@ -25,7 +26,7 @@ flags.DEFINE_string(
     None,
     "The tags, comma-separated, in the model's order (default: those of --train_file, sorted).",
 )
-finetuning.define_flags()
+define_flags(FinetuningOptions)
 
 for _name in ("vocab_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
@@ -38,7 +39,7 @@ def main(argv):
     from bert_tf.tasks.tagging import TaggingOptions, run_tagger
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    run_tagger(finetuning.options_from_flags(TaggingOptions))
+    run_tagger(options_from_flags(TaggingOptions))
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ A task module reads its data, converts examples to features and supplies its mod
 object; this module does the rest as the original's `run_classifier.py` and `run_squad.py` do.
 The API (stable; the task modules and tools build on it):
 
-- `FinetuningOptions`: the original's common flags and bert_tf's, as a dataclass; a task's own
-  options subclass it (`ClassifierOptions(FinetuningOptions)` adds `task_name`, `data_dir`, ...).
-  `define_flags(**defaults)` defines these flags in a tool (with the original's defaults, or the
-  ones given, e.g. `max_seq_length=384` for SQuAD); `options_from_flags(cls)` reads them back.
+- `FinetuningOptions`: the original's common flags and bert_tf's, as a dataclass on
+  `bert_tf.training.options.TrainingOptions` (the flags every training tool shares); a task's
+  own options subclass it (`ClassifierOptions(FinetuningOptions)` adds `task_name`, ...).
+  `bert_tf.training.options.define_flags(FinetuningOptions, **defaults)` defines these flags in a
+  tool (with the original's defaults, or the ones given, e.g. `max_seq_length=384` for SQuAD);
+  `options_from_flags(cls)` reads them back.
 - `train_steps(num_examples, train_batch_size, num_train_epochs)` and
   `warmup_steps(num_train_steps, warmup_proportion)`: the original's step arithmetic,
   `int(num_examples / train_batch_size * num_train_epochs)` and `int(steps * proportion)`.
@@ -46,6 +48,8 @@ import logging
 import math
 import os
 
+from bert_tf.training.options import TrainingOptions, option
+
 logger = logging.getLogger(__name__)
 
 EVAL_RESULTS = "eval_results.txt"
@@ -54,118 +58,41 @@ SHUFFLE_BUFFER = 100
 
 
 @dataclasses.dataclass
-class FinetuningOptions:
+class FinetuningOptions(TrainingOptions):
     """The flags every fine-tuning tool has: the original's (with its defaults), then bert_tf's."""
 
-    vocab_file: str = None
-    bert_config_file: str = None
-    output_dir: str = None
-    init_checkpoint: str = None
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    iterations_per_loop: int = 1000
-    use_tpu: bool = False
-    tpu_name: str = None
-    tpu_zone: str = None
-    gcp_project: str = None
-    master: str = None
-    strategy: str = "default"
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    seed: int = None
-    keep_checkpoint_max: int = 5
-
-
-def define_flags(**defaults):
-    """Defines the `FinetuningOptions` flags in absl (for a tool), with the original's help.
-
-    Args:
-      **defaults: Defaults that differ from the original classifier's (e.g. SQuAD's
-        `max_seq_length=384`).
-    """
-    from absl import flags
-
-    from bert_tf.training.distribution import STRATEGIES
-    from bert_tf.training.pretraining import MIXED_PRECISION
-
-    fields = {field.name: field.default for field in dataclasses.fields(FinetuningOptions)}
-    unknown = sorted(set(defaults) - set(fields))
-    if unknown:
-        raise ValueError(f"define_flags: no such options {unknown}")
-    fields.update(defaults)
-    string, integer, boolean, real = (
-        flags.DEFINE_string,
-        flags.DEFINE_integer,
-        flags.DEFINE_bool,
-        flags.DEFINE_float,
-    )
-    string("vocab_file", fields["vocab_file"], "The vocabulary file that the BERT model was trained on.")
-    string("bert_config_file", fields["bert_config_file"], "The bert_config.json of the pre-trained model.")
-    string("output_dir", fields["output_dir"], "Where checkpoints, features and results are written.")
-    string("init_checkpoint", fields["init_checkpoint"], "Initial checkpoint (usually a pre-trained BERT).")
-    boolean("do_lower_case", fields["do_lower_case"], "True for uncased models, False for cased ones.")
-    integer(
-        "max_seq_length",
-        fields["max_seq_length"],
+    vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.")
+    bert_config_file: str = option(None, "The bert_config.json of the pre-trained model.")
+    do_lower_case: bool = option(True, "True for uncased models, False for cased ones.")
+    max_seq_length: int = option(
+        128,
         "Total input length after WordPiece tokenization; longer inputs are truncated (split into "
         "windows by the tagger), shorter ones padded.",
     )
-    boolean("do_train", fields["do_train"], "Whether to run training.")
-    boolean("do_eval", fields["do_eval"], "Whether to run eval on the dev set.")
-    boolean("do_predict", fields["do_predict"], "Whether to run the model in inference mode on the test set.")
-    integer("train_batch_size", fields["train_batch_size"], "Total batch size for training.")
-    integer("eval_batch_size", fields["eval_batch_size"], "Total batch size for eval.")
-    integer("predict_batch_size", fields["predict_batch_size"], "Total batch size for predict.")
-    real("learning_rate", fields["learning_rate"], "The initial learning rate for Adam.")
-    real("num_train_epochs", fields["num_train_epochs"], "Total number of training epochs to perform.")
-    real(
-        "warmup_proportion",
-        fields["warmup_proportion"],
-        "Proportion of training with linear learning rate warm-up (0.1 = 10%).",
-    )
-    integer("save_checkpoints_steps", fields["save_checkpoints_steps"], "How often to save a checkpoint.")
-    integer(
-        "iterations_per_loop",
-        fields["iterations_per_loop"],
-        "Steps per compiled loop call (metrics are logged after each).",
-    )
-    boolean("use_tpu", fields["use_tpu"], "Run on a Cloud TPU (same as --strategy=tpu).")
-    string("tpu_name", fields["tpu_name"], "The Cloud TPU's name or grpc:// address.")
-    string("tpu_zone", fields["tpu_zone"], "GCE zone of the Cloud TPU.")
-    string("gcp_project", fields["gcp_project"], "GCP project of the Cloud TPU.")
-    string("master", fields["master"], "TensorFlow master URL (the TPU when --tpu_name is not given).")
-    integer("num_tpu_cores", 8, "Accepted for the original's scripts; TF2 uses every core of the TPU.")
-    flags.DEFINE_enum("strategy", fields["strategy"], list(STRATEGIES), "tf.distribute strategy.")
-    flags.DEFINE_enum(
-        "mixed_precision",
-        fields["mixed_precision"],
-        list(MIXED_PRECISION),
-        "Compute dtype; mixed_float16 uses dynamic loss scaling. Weights stay float32.",
-    )
-    boolean("jit_compile", fields["jit_compile"], "Compile the forward and backward pass with XLA.")
-    integer("seed", fields["seed"], "Seed of the head's initialisation, dropout and input shuffling.")
-    integer(
-        "keep_checkpoint_max", fields["keep_checkpoint_max"], "Checkpoints kept in --output_dir (0: all)."
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    do_predict: bool = option(False, "Whether to run the model in inference mode on the test set.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    predict_batch_size: int = option(8, "Total batch size for predict.")
+    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
+    warmup_proportion: float = option(
+        0.1, "Proportion of training with linear learning rate warm-up (0.1 = 10%)."
     )
 
-
-def options_from_flags(options_class):
-    """An `options_class` (a `FinetuningOptions` dataclass) filled from the absl flags of its fields."""
-    from absl import flags
-
-    values = flags.FLAGS
-    names = [field.name for field in dataclasses.fields(options_class) if field.name in values]
-    return options_class(**{name: values[name].value for name in names})
+    def validate(self):
+        super().validate()
+        if not (self.do_train or self.do_eval or self.do_predict):
+            raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
+        for flag in ("vocab_file", "bert_config_file"):
+            if not getattr(self, flag):
+                raise ValueError(f"--{flag} is required")
+            if not os.path.isfile(getattr(self, flag)):
+                raise ValueError(f"--{flag}: {getattr(self, flag)}: no such file")
+        if self.num_train_epochs <= 0:
+            raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion <= 1:
+            raise ValueError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
 
 
 def train_steps(num_examples, train_batch_size, num_train_epochs):
@@ -271,29 +198,6 @@ def records_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _validate(options):
-    from bert_tf.training.pretraining import MIXED_PRECISION
-
-    if not (options.do_train or options.do_eval or options.do_predict):
-        raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
-    for flag in ("vocab_file", "bert_config_file", "output_dir"):
-        if not getattr(options, flag):
-            raise ValueError(f"--{flag} is required")
-    for flag in ("vocab_file", "bert_config_file"):
-        if not os.path.isfile(getattr(options, flag)):
-            raise ValueError(f"--{flag}: {getattr(options, flag)}: no such file")
-    if options.mixed_precision not in MIXED_PRECISION:
-        expected = ", ".join(MIXED_PRECISION)
-        raise ValueError(f"--mixed_precision: expected one of {expected}, got {options.mixed_precision!r}")
-    for flag in ("save_checkpoints_steps", "iterations_per_loop"):
-        if getattr(options, flag) < 1:
-            raise ValueError(f"--{flag} must be at least 1, got {getattr(options, flag)}")
-    if options.num_train_epochs <= 0:
-        raise ValueError(f"--num_train_epochs must be positive, got {options.num_train_epochs}")
-    if not 0 <= options.warmup_proportion <= 1:
-        raise ValueError(f"--warmup_proportion must be in [0, 1], got {options.warmup_proportion}")
-
-
 class FinetuningRunner:
     """Runs the training, evaluation and prediction of a fine-tuning task (module docstring).
 
@@ -314,9 +218,8 @@ class FinetuningRunner:
         from bert_tf.export.bert import check_vocab_and_length
         from bert_tf.files import makedirs
         from bert_tf.text import tokenization
-        from bert_tf.training.distribution import create_distribution
 
-        _validate(options)
+        options.validate()
         self.options = options
         tokenization.validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         self.config = BertConfig.from_json_file(options.bert_config_file)
@@ -325,10 +228,7 @@ class FinetuningRunner:
         except ValueError as e:
             raise ValueError(f"--vocab_file/--max_seq_length: {e}") from None
         self.tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
-        strategy = "tpu" if options.use_tpu else options.strategy
-        self.distribution = create_distribution(
-            strategy, options.tpu_name, options.tpu_zone, options.gcp_project, options.master
-        )
+        self.distribution = options.distribution()
         for mode in ("train", "eval", "predict"):
             if getattr(options, f"do_{mode}"):
                 flag = f"{mode}_batch_size"
@@ -336,7 +236,7 @@ class FinetuningRunner:
         makedirs(options.output_dir)
         if options.seed is not None:
             keras.utils.set_random_seed(options.seed)
-        self.dtype = None if options.mixed_precision == "float32" else options.mixed_precision
+        self.dtype = options.dtype
 
     @property
     def strategy(self):
@@ -368,7 +268,6 @@ class FinetuningRunner:
         """
         from bert_tf.training import loop
         from bert_tf.training.optimization import create_optimizer
-        from bert_tf.training.step import DynamicLossScale
 
         options = self.options
         num_train_steps = train_steps(num_examples, options.train_batch_size, options.num_train_epochs)
@@ -380,7 +279,7 @@ class FinetuningRunner:
         num_warmup_steps = warmup_steps(num_train_steps, options.warmup_proportion)
         with self.strategy.scope():
             optimizer = create_optimizer("adamw", options.learning_rate, num_train_steps, num_warmup_steps)
-            loss_scale = DynamicLossScale() if options.mixed_precision == "mixed_float16" else None
+            loss_scale = options.loss_scale()
         logger.info(
             "***** Running training *****  examples %d, batch size %d, steps %d (warm-up %d)",
             num_examples,
@@ -396,16 +295,7 @@ class FinetuningRunner:
             input_context=self.distribution.input_context(),
             seed=options.seed,
         )
-        config = loop.LoopConfig(
-            output_dir=options.output_dir,
-            num_train_steps=num_train_steps,
-            global_batch_size=options.train_batch_size,
-            init_checkpoint=options.init_checkpoint,
-            save_checkpoints_steps=options.save_checkpoints_steps,
-            iterations_per_loop=options.iterations_per_loop,
-            keep_checkpoint_max=options.keep_checkpoint_max,
-            jit_compile=options.jit_compile,
-        )
+        config = options.loop_config(num_train_steps, options.train_batch_size)
         return loop.train(task, optimizer, self.distribution, dataset, config, loss_scale)
 
     def evaluate(self, task, eval_file, name_to_features, num_records, more_results=None):

@@ -16,9 +16,9 @@ import logging
 
 import tensorflow as tf
 
-logger = logging.getLogger(__name__)
+from bert_tf.training.options import STRATEGIES
 
-STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass

@@ -114,22 +114,32 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
 
     The slots are named as in the original's checkpoints: `<variable>/adam_m`, `<variable>/adam_v`
     (`slot_names`); `slots(variable)` gives them for checkpoint I/O.
+
+    Args:
+      learning_rate: A float or a schedule (e.g. `WarmupPolynomialDecay`).
+      weight_decay_rate: Decoupled weight decay, added to the update (0.01 in the original).
+      beta_1, beta_2, epsilon: Adam's constants (0.9, 0.999, 1e-6 in the original).
+      exclude_from_weight_decay: Regular expressions; a variable whose name matches one is
+        not decayed (`re.search`, as the original).
+      name: The optimizer's name (default: the class's).
+      **kwargs: Keras optimizer arguments (`gradient_accumulation_steps`, `global_clipnorm`,
+        ...), for use outside bert_tf's training step, which clips and accumulates itself.
     """
 
     slot_names = ("adam_m", "adam_v")
 
     def __init__(
         self,
-        learning_rate,
-        weight_decay_rate,
-        beta_1,
-        beta_2,
-        epsilon,
-        exclude_from_weight_decay,
-        name,
+        learning_rate=0.001,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
+        name=None,
         **kwargs,
     ):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        super().__init__(learning_rate=learning_rate, name=name or type(self).__name__, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -182,39 +192,8 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class AdamWeightDecay(_MomentsOptimizer):
-    """The original's `AdamWeightDecayOptimizer` (see the module docstring for the rule).
-
-    Args:
-      learning_rate: A float or a schedule (e.g. `WarmupPolynomialDecay`).
-      weight_decay_rate: Decoupled weight decay, added to the update (0.01 in the original).
-      beta_1, beta_2, epsilon: Adam's constants (0.9, 0.999, 1e-6 in the original).
-      exclude_from_weight_decay: Regular expressions; a variable whose name matches one is
-        not decayed (`re.search`, as the original).
-      **kwargs: Keras optimizer arguments (`gradient_accumulation_steps`, `global_clipnorm`,
-        ...), for use outside bert_tf's training step, which clips and accumulates itself.
-    """
-
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-        name="AdamWeightDecay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate,
-            weight_decay_rate,
-            beta_1,
-            beta_2,
-            epsilon,
-            exclude_from_weight_decay,
-            name,
-            **kwargs,
-        )
+    """The original's `AdamWeightDecayOptimizer` (see the module docstring for the rule); its
+    arguments are `_MomentsOptimizer`'s, with the original's defaults."""
 
     def update_step(self, gradient, variable, learning_rate):
         index, next_m, next_v = self._moments(gradient, variable)
@@ -238,33 +217,13 @@ class Lamb(_MomentsOptimizer):
 
     Args:
       learning_rate: A float or a schedule.
-      weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay: As AdamWeightDecay.
       exclude_from_layer_adaptation: Regular expressions of variables updated without the
         trust ratio; None means `exclude_from_weight_decay`.
+      **kwargs: As `_MomentsOptimizer`'s (`weight_decay_rate`, `beta_1`, ...).
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-        exclude_from_layer_adaptation=None,
-        name="Lamb",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate,
-            weight_decay_rate,
-            beta_1,
-            beta_2,
-            epsilon,
-            exclude_from_weight_decay,
-            name,
-            **kwargs,
-        )
+    def __init__(self, learning_rate=0.001, exclude_from_layer_adaptation=None, **kwargs):
+        super().__init__(learning_rate, **kwargs)
         if exclude_from_layer_adaptation is None:
             exclude_from_layer_adaptation = self.exclude_from_weight_decay
         self.exclude_from_layer_adaptation = tuple(exclude_from_layer_adaptation)

@@ -18,6 +18,7 @@ import logging
 from keras import ops
 
 from bert_tf.modeling import BertPretrainer, masked_lm_loss, next_sentence_loss
+from bert_tf.training.options import TrainingOptions, option
 
 logger = logging.getLogger(__name__)
 
@@ -123,60 +124,41 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
 
 
 @dataclasses.dataclass
-class PretrainingOptions:
+class PretrainingOptions(TrainingOptions):
     """The flags of `tools/run_pretraining.py`: the original's, then bert_tf's own."""
 
-    bert_config_file: str
-    input_file: str
-    output_dir: str
-    init_checkpoint: str = None
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    do_train: bool = False
-    do_eval: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    save_checkpoints_steps: int = 1000
-    iterations_per_loop: int = 1000
-    max_eval_steps: int = 100
-    strategy: str = "default"
-    tpu_name: str = None
-    tpu_zone: str = None
-    gcp_project: str = None
-    master: str = None
-    num_tpu_cores: int = 8
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    gradient_reduction: str = "global"
-    optimizer: str = "adamw"
-    seed: int = None
-    keep_checkpoint_max: int = 5
+    bert_config_file: str = option(None, "The bert_config.json of the model to train.")
+    input_file: str = option(None, "Input TFRecord files (comma-separated globs).")
+    max_seq_length: int = option(128, "Sequence length of the records (must match data generation).")
+    max_predictions_per_seq: int = option(20, "Masked LM predictions per record (must match the data).")
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run evaluation.")
+    train_batch_size: int = option(32, "Total (global) batch size for training.")
+    eval_batch_size: int = option(8, "Total (global) batch size for evaluation.")
+    num_train_steps: int = option(100000, "Number of training steps (a total: resumed runs continue to it).")
+    num_warmup_steps: int = option(10000, "Number of linear warm-up steps.")
+    max_eval_steps: int = option(100, "Number of evaluation batches.")
+    gradient_accumulation_steps: int = option(1, "Micro-batches per step (same update as the whole batch).")
+    gradient_reduction: str = option(
+        "global",
+        "global: one step equals one device's on the global batch; tpu_original: each replica clips "
+        "its own gradient and the clipped gradients are summed, as the original on TPU.",
+        ("global", "tpu_original"),
+    )
+    optimizer: str = option("adamw", "adamw: the original's AdamWeightDecay; lamb: LAMB.", ("adamw", "lamb"))
 
-
-MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
-
-
-def _validate(options):
-    if not (options.do_train or options.do_eval):
-        raise ValueError("at least one of --do_train or --do_eval must be True")
-    if options.mixed_precision not in MIXED_PRECISION:
-        expected = ", ".join(MIXED_PRECISION)
-        raise ValueError(f"--mixed_precision: expected one of {expected}, got {options.mixed_precision!r}")
-    for flag in (
-        "num_train_steps",
-        "save_checkpoints_steps",
-        "iterations_per_loop",
-        "max_eval_steps",
-        "gradient_accumulation_steps",
-    ):
-        if getattr(options, flag) < 1:
-            raise ValueError(f"--{flag} must be at least 1, got {getattr(options, flag)}")
-    if options.num_warmup_steps < 0:
-        raise ValueError(f"--num_warmup_steps must be >= 0, got {options.num_warmup_steps}")
+    def validate(self):
+        super().validate()
+        for flag in ("bert_config_file", "input_file"):
+            if not getattr(self, flag):
+                raise ValueError(f"--{flag} is required")
+        if not (self.do_train or self.do_eval):
+            raise ValueError("at least one of --do_train or --do_eval must be True")
+        for flag in ("num_train_steps", "max_eval_steps", "gradient_accumulation_steps"):
+            if getattr(self, flag) < 1:
+                raise ValueError(f"--{flag} must be at least 1, got {getattr(self, flag)}")
+        if self.num_warmup_steps < 0:
+            raise ValueError(f"--num_warmup_steps must be >= 0, got {self.num_warmup_steps}")
 
 
 def run_pretraining(options):
@@ -198,11 +180,9 @@ def run_pretraining(options):
     from bert_tf.data import make_pretraining_dataset
     from bert_tf.files import expand_input_patterns, makedirs
     from bert_tf.training import loop
-    from bert_tf.training.distribution import create_distribution
     from bert_tf.training.optimization import create_optimizer
-    from bert_tf.training.step import DynamicLossScale
 
-    _validate(options)
+    options.validate()
     config = BertConfig.from_json_file(options.bert_config_file)
     if options.max_seq_length > config.max_position_embeddings:
         raise ValueError(
@@ -211,15 +191,7 @@ def run_pretraining(options):
         )
     input_files = expand_input_patterns(options.input_file)
     check_records(input_files, options.max_seq_length, options.max_predictions_per_seq)
-    distribution = create_distribution(
-        options.strategy, options.tpu_name, options.tpu_zone, options.gcp_project, options.master
-    )
-    if options.strategy == "tpu" and distribution.num_replicas != options.num_tpu_cores:
-        logger.warning(
-            "--num_tpu_cores=%d, but the TPU has %d cores: all of them are used",
-            options.num_tpu_cores,
-            distribution.num_replicas,
-        )
+    distribution = options.distribution()
     if options.do_train:
         distribution.check_batch_size(
             "train_batch_size", options.train_batch_size, options.gradient_accumulation_steps
@@ -229,7 +201,6 @@ def run_pretraining(options):
     makedirs(options.output_dir)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
-    dtype = None if options.mixed_precision == "float32" else options.mixed_precision
 
     def dataset(batch_size, is_training):
         return make_pretraining_dataset(
@@ -247,22 +218,16 @@ def run_pretraining(options):
     strategy = distribution.strategy
     if options.do_train:
         with strategy.scope():
-            task = PretrainingTask(config, dtype=dtype)
+            task = PretrainingTask(config, dtype=options.dtype)
             optimizer = create_optimizer(
                 options.optimizer, options.learning_rate, options.num_train_steps, options.num_warmup_steps
             )
-            loss_scale = DynamicLossScale() if options.mixed_precision == "mixed_float16" else None
-        loop_config = loop.LoopConfig(
-            output_dir=options.output_dir,
-            num_train_steps=options.num_train_steps,
-            global_batch_size=options.train_batch_size,
-            init_checkpoint=options.init_checkpoint,
-            save_checkpoints_steps=options.save_checkpoints_steps,
-            iterations_per_loop=options.iterations_per_loop,
-            keep_checkpoint_max=options.keep_checkpoint_max,
+            loss_scale = options.loss_scale()
+        loop_config = options.loop_config(
+            options.num_train_steps,
+            options.train_batch_size,
             gradient_reduction=options.gradient_reduction,
             gradient_accumulation_steps=options.gradient_accumulation_steps,
-            jit_compile=options.jit_compile,
         )
         description = json.dumps(
             {
@@ -286,7 +251,7 @@ def run_pretraining(options):
         )
     if options.do_eval:
         with strategy.scope():
-            task = PretrainingTask(config, dtype=dtype)
+            task = PretrainingTask(config, dtype=options.dtype)
         results["eval"] = loop.evaluate(
             task,
             distribution,

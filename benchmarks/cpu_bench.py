@@ -1,0 +1,322 @@
+"""BERT on this CPU: the machine's matmul rate, then bert_tf beside its peers, forward and training.
+
+    python benchmarks/cpu_bench.py [--rounds=3] [--sections=machine,forward,train]
+
+1. The machine: its CPU flags (AVX512_BF16, AMX), and tf.matmul's float32 and bfloat16 rates at
+   BERT-base's shapes (1024 tokens x 768 -> 768, 3072 and back), combined as the rate of one
+   encoder layer's dense matmuls (the roof a forward pass can approach).
+2. Forward, BERT-base (L=12, H=768, A=12, vocab 30,522), batch 8, seq 128, random weights:
+   bert_tf's `BertModel(config)` under a plain `tf.function` (the default a user gets), with
+   XLA beside it; keras-hub's `BertBackbone` on TensorFlow; Hugging Face transformers' `BertModel`
+   on CPU torch (SDPA attention). float32, and bfloat16 (bert_tf and keras-hub through Keras'
+   `mixed_bfloat16` policy, HF through `torch.autocast`) with each one's relative L2 error of
+   `sequence_output` against its own float32, on a machine with bfloat16 units. Model FLOPs are
+   2 per multiply-add of every matmul, attention included (22.35 GFLOP per sequence at seq 128).
+3. Training: `benchmarks/trainer_bench.py`'s step against keras-hub's `BertMaskedLM.fit`.
+
+Peers run only when installed (`make bench` installs the `bench` extra: keras-hub, torch,
+transformers); none is a dependency of bert_tf. Every figure is measured in its own process,
+systems alternate within each round, and the median over rounds is reported.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BATCH, SEQ, VOCAB = 8, 128, 30522
+LAYERS, HIDDEN, HEADS, INTERMEDIATE = 12, 768, 12, 3072
+FORWARD_SYSTEMS = (
+    "bert_tf",
+    "bert_tf_xla",
+    "keras_hub",
+    "hf_torch",
+    "bert_tf_bf16",
+    "bert_tf_bf16_xla",
+    "keras_hub_bf16",
+    "hf_torch_bf16",
+)
+LABELS = {
+    "bert_tf": "bert_tf (tf.function)",
+    "bert_tf_xla": "bert_tf + XLA",
+    "keras_hub": "keras-hub BertBackbone",
+    "hf_torch": "HF transformers (torch)",
+    "bert_tf_bf16": "bert_tf mixed_bfloat16",
+    "bert_tf_bf16_xla": "bert_tf mixed_bfloat16 + XLA",
+    "keras_hub_bf16": "keras-hub mixed_bfloat16",
+    "hf_torch_bf16": "HF torch autocast bf16",
+}
+# (tokens, in, out, count per layer) of one encoder layer's dense matmuls.
+LAYER_MATMULS = (
+    (BATCH * SEQ, HIDDEN, HIDDEN, 4),
+    (BATCH * SEQ, HIDDEN, INTERMEDIATE, 1),
+    (BATCH * SEQ, INTERMEDIATE, HIDDEN, 1),
+)
+
+
+def forward_flops_per_sequence():
+    """2 x multiply-adds of every matmul of the encoder (dense and attention) for one sequence."""
+    dense = 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE)
+    attention = 2 * 2 * SEQ * HIDDEN  # scores Q K^T and context P V, per token
+    return LAYERS * SEQ * (dense + attention)
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"
+
+
+def has_bf16_units(flags):
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+# -- workers (each in its own process) -------------------------------------------------------
+
+
+def matmul_rate(dtype):
+    """GFLOP/s of tf.matmul over one layer's dense shapes, as that layer would see it."""
+    import tensorflow as tf
+
+    seconds, flops = 0.0, 0
+    for tokens, n_in, n_out, count in LAYER_MATMULS:
+        a = tf.random.normal([tokens, n_in], dtype=tf.float32)
+        b = tf.random.normal([n_in, n_out], dtype=tf.float32)
+        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+        product = tf.function(lambda a=a, b=b: tf.matmul(a, b))
+        product().numpy()
+        repeats = 20
+        start = time.perf_counter()
+        for _ in range(repeats):
+            product().numpy()
+        per_call = (time.perf_counter() - start) / repeats
+        seconds += count * per_call
+        flops += count * 2 * tokens * n_in * n_out
+    return flops / seconds / 1e9
+
+
+def synthetic_inputs():
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    lengths = rng.randint(SEQ // 2, SEQ + 1, size=BATCH)
+    mask = (np.arange(SEQ)[None] < lengths[:, None]).astype("int32")
+    return {
+        "input_ids": (rng.randint(1000, VOCAB, size=(BATCH, SEQ)) * mask).astype("int32"),
+        "input_mask": mask,
+        "segment_ids": ((np.arange(SEQ)[None] >= (lengths // 2)[:, None]) & (mask == 1)).astype("int32"),
+    }
+
+
+def time_calls(call, repeats=5):
+    call()
+    call()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        call()
+    return BATCH * repeats / (time.perf_counter() - start)
+
+
+def forward_bert_tf(dtype, jit_compile):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from bert_tf import BertConfig, BertModel
+
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        intermediate_size=INTERMEDIATE,
+        type_vocab_size=2,
+    )
+    keras.utils.set_random_seed(0)
+    model = BertModel(config, dtype=dtype)
+    inputs = {k: tf.constant(v) for k, v in synthetic_inputs().items()}
+    forward = tf.function(lambda x: model(x)["sequence_output"], jit_compile=jit_compile)
+    rate = time_calls(lambda: forward(inputs).numpy())
+    notes = {}
+    if dtype:  # the bf16 output against float32 on the same weights
+        reference = BertModel(config)
+        reference.set_weights(model.get_weights())
+        want = np.asarray(reference(inputs)["sequence_output"], np.float64)
+        got = np.asarray(tf.cast(forward(inputs), tf.float32), np.float64)
+        notes["relative_l2"] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    return rate, notes
+
+
+def forward_keras_hub(dtype):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=INTERMEDIATE,
+        max_sequence_length=512,
+        num_segments=2,
+        dtype=dtype,
+    )
+    x = synthetic_inputs()
+    inputs = {
+        "token_ids": tf.constant(x["input_ids"]),
+        "padding_mask": tf.constant(x["input_mask"]),
+        "segment_ids": tf.constant(x["segment_ids"]),
+    }
+    forward = tf.function(lambda x: backbone(x)["sequence_output"])
+    return time_calls(lambda: forward(inputs).numpy()), {}
+
+
+def forward_hf_torch(bf16):
+    import numpy as np
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        intermediate_size=INTERMEDIATE,
+        attn_implementation="sdpa",
+    )
+    model = transformers.BertModel(config).eval()
+    x = {k: torch.tensor(v, dtype=torch.long) for k, v in synthetic_inputs().items()}
+    inputs = dict(input_ids=x["input_ids"], attention_mask=x["input_mask"], token_type_ids=x["segment_ids"])
+
+    def forward():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return model(**inputs).last_hidden_state
+
+    rate = time_calls(forward)
+    notes = {}
+    if bf16:
+        with torch.inference_mode():
+            want = model(**inputs).last_hidden_state.double().numpy()
+        got = forward().float().double().numpy()
+        notes["relative_l2"] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    return rate, notes
+
+
+def run_worker(name):
+    if name.startswith("matmul_"):
+        import tensorflow as tf
+
+        return matmul_rate(tf.float32 if name == "matmul_float32" else tf.bfloat16), {}
+    dtype = "mixed_bfloat16" if "bf16" in name else None
+    if name.startswith("bert_tf"):
+        return forward_bert_tf(dtype, jit_compile=name.endswith("xla"))
+    if name.startswith("keras_hub"):
+        return forward_keras_hub(dtype)
+    return forward_hf_torch(bf16=dtype is not None)
+
+
+def measure(name):
+    """Runs one worker in a fresh process: (rate, notes), or None if its library is missing."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--worker", name],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    for line in result.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    if "No module named" in result.stderr:
+        return None
+    raise RuntimeError(f"{name} failed:\n{result.stderr[-3000:]}")
+
+
+def alternate(names, rounds):
+    rates = {name: [] for name in names}
+    notes = {name: {} for name in names}
+    for _ in range(rounds):
+        for name in names:
+            result = measure(name)
+            if result is not None:
+                rates[name].append(result[0])
+                notes[name].update(result[1])
+    return {name: r for name, r in rates.items() if r}, notes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sections", default="machine,forward,train")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print("RESULT " + json.dumps(run_worker(args.worker)))
+        return
+    sections = args.sections.split(",")
+    flags = cpu_flags()
+    bf16 = has_bf16_units(flags)
+    units = [f for f in ("avx512_bf16", "amx_bf16", "amx_tile", "avx512f") if f in flags]
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores, units: {', '.join(units) or 'none of avx512/amx'}")
+    if not bf16:
+        print("This CPU has no bfloat16 units (AVX512_BF16 or AMX): bfloat16 is emulated; float32 only.")
+
+    rates, _ = alternate(["matmul_float32"] + (["matmul_bfloat16"] if bf16 else []), args.rounds)
+    roof = {name: statistics.median(r) for name, r in rates.items()}
+    for name, value in roof.items():
+        print(f"tf.matmul at BERT-base's layer shapes, {name[7:]}: {value:,.0f} GFLOP/s")
+
+    if "forward" in sections:
+        systems = [s for s in FORWARD_SYSTEMS if bf16 or "bf16" not in s]
+        rates, notes = alternate(systems, args.rounds)
+        flops = forward_flops_per_sequence()
+        print(
+            f"\nForward, BERT-base, batch {BATCH}, seq {SEQ} ({flops / 1e9:.2f} GFLOP/sequence), "
+            f"median of {args.rounds} alternated rounds:"
+        )
+        medians = {name: statistics.median(r) for name, r in rates.items()}
+        for precision in ("float32", "bfloat16"):
+            group = {n: m for n, m in medians.items() if ("bf16" in n) == (precision == "bfloat16")}
+            if not group:
+                continue
+            peers = {n: m for n, m in group.items() if not n.startswith("bert_tf")}
+            best = max(peers.items(), key=lambda item: item[1]) if peers else None
+            matmul = roof.get(f"matmul_{precision}")
+            print(f"  {precision}:")
+            for name, median in group.items():
+                fraction = f"{median * flops / 1e9 / matmul:6.1%} of the matmul rate" if matmul else ""
+                error = notes[name].get("relative_l2")
+                error = f", relative L2 vs float32 {error:.2e}" if error is not None else ""
+                spread = ", ".join(f"{r:.2f}" for r in rates[name])
+                print(f"    {LABELS[name]:<30} {median:7.2f} seq/s  {fraction}{error}  (rounds: {spread})")
+            if best:
+                for name in (n for n in group if n.startswith("bert_tf")):
+                    print(f"    {LABELS[name]} / best peer ({LABELS[best[0]]}): {group[name] / best[1]:.2f}x")
+
+    if "train" in sections:
+        print("\nTraining (benchmarks/trainer_bench.py):", flush=True)
+        trainer_bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_bench.py")
+        subprocess.run([sys.executable, trainer_bench, f"--rounds={args.rounds}"], check=True)
+
+
+if __name__ == "__main__":
+    main()
