@@ -23,7 +23,7 @@ setup(
         # `make demo` draws the pretraining loss curve; the package itself does not need it.
         "demo": ["matplotlib==3.11.2"],
         # `make bench`: the peers the benchmarks compare against (never imported by bert_tf).
-        "bench": ["keras-hub==0.32.0"],
+        "bench": ["keras-hub==0.32.0", "torch==2.13.0", "transformers==5.23.0"],
         "test": [
             "pytest==9.0.3",
             "hypothesis==6.155.2",
