@@ -145,8 +145,8 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
     logger.info("Cut the input into %d shards for Beam's %s", len(shards), type(pipeline.runner).__name__)
     written = (
         pipeline
+        # Create reshuffles its elements (reshuffle=True): the shards spread over the workers.
         | "Shards" >> beam.Create(list(enumerate(shards)))
-        | "Spread" >> beam.Reshuffle()  # shards to workers one by one, not fused with Create
         | "MakeExamples" >> beam.ParDo(MakeShardFn(options))
         | "Write"
         >> WriteToTFRecord(

@@ -9,6 +9,9 @@ boundaries. Each shard is the original's algorithm on its own documents with its
 `<output_file>-SSSSS-of-NNNNN`. Memory is bounded by a shard, workers run in parallel, and
 reruns give the same files. The worker processes do not load TensorFlow: they return serialized
 examples and this process frames them into TFRecords.
+
+On Apache Beam (`runner=...`, `beam_pipeline.py`), the same shards are made by the same
+`_ShardMaker.make_shard` on the runner's workers, and Beam's sink writes them.
 """
 
 import dataclasses
