@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,beam]'
 	touch $(STAMP)
 
 # ruff's checks and formatting; `make test` runs it first.
@@ -27,14 +27,14 @@ test-all: install
 	$(PY) -m pytest -q tests
 
 $(VENV)/.demo-installed: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,demo]'
+	$(PY) -m pip install --quiet -e '.[test,beam,demo]'
 	touch $@
 
 demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e '.[test,beam,bench]'
 	touch $@
 
 bench: install $(VENV)/.bench-installed

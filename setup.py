@@ -24,6 +24,11 @@ setup(
         "demo": ["matplotlib==3.11.2"],
         # `make bench`: the peers the benchmarks compare against (never imported by bert_tf).
         "bench": ["keras-hub==0.32.0", "torch==2.13.0", "transformers==5.23.0"],
+        # `--runner=...`: scale mode on Apache Beam (DirectRunner, Dataflow, Flink, Spark). Beam
+        # 2.77 needs protobuf < 7, so beside TensorFlow 2.21 (>= 6.31.1) pip settles on 6.33.
+        # google-crc32c: Beam's TFRecord sink checksums each record 10x faster than with crcmod.
+        # Dataflow also needs apache-beam[gcp]==2.77.0 (README.md, "Pretraining data").
+        "beam": ["apache-beam[tfrecord]==2.77.0", "google-crc32c==1.9.0"],
         "test": [
             "pytest==9.0.3",
             "hypothesis==6.155.2",

@@ -54,7 +54,7 @@ class JobError(Exception):
     """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
 
 
-def run(main):
+def run(main, flags_parser=app.parse_flags_with_usage):
     """Runs `main(argv)` as an absl program and exits with its status.
 
     TensorFlow is imported before `main` runs (quietly, see the module doc). A `ValueError`
@@ -64,6 +64,8 @@ def run(main):
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
+      flags_parser: Parses the command line into the argv `main` takes (absl's `app.run`
+        argument); absl's own rejects unknown flags.
     """
 
     def checked_main(argv):
@@ -80,4 +82,4 @@ def run(main):
             status = 1
         sys.exit(status or 0)
 
-    app.run(checked_main)
+    app.run(checked_main, flags_parser=flags_parser)

@@ -50,7 +50,7 @@ corpus, vocab, directory = sys.argv[1:]
 options = PretrainingDataOptions(vocab_file=vocab, dupe_factor=1)
 pipeline._init_worker(options)
 shards = pipeline.plan_shards(files.expand_input_patterns(corpus), 1000)
-records = [pipeline._make_shard((i, ranges, 1))[1] for i, ranges in enumerate(shards)]
+records = [pipeline._make_shard((i, ranges))[1] for i, ranges in enumerate(shards)]
 with files.atomic_output(directory + "/out.txt") as tmp, files.open_file(tmp, "w") as writer:
     writer.write(str(sum(map(len, records))))
 assert files.exists(directory + "/out.txt") and files.size(directory + "/out.txt") > 0

@@ -196,7 +196,7 @@ def test_every_record_equals_the_protobuf_encoding(
         written = []
         for index, ranges in enumerate(shards):
             del calls[len(written) :]
-            pipeline._make_shard((index, ranges, options.random_seed))
+            pipeline._make_shard((index, ranges))
             shard_records = file_records(summary.output_files[index])
             assert sorted(shard_records) == sorted(record for record, _ in calls[len(written) :])
             written.extend(shard_records)

@@ -7,11 +7,19 @@ Exact mode (default): the original's examples, in its order, for the same input,
 
 Scale mode: --num_workers=N shards the corpus and writes <output_file>-SSSSS-of-NNNNN files in
 parallel, with memory bounded by --shard_size_mb.
+
+On Apache Beam (pip install 'bert_tf[beam]'): --runner=DirectRunner|DataflowRunner|FlinkRunner|
+SparkRunner runs scale mode's shards on that runner; every flag this tool does not define is a
+Beam pipeline option (--project, --region, --temp_location, --setup_file, --flink_master, ...):
+  python tools/create_pretraining_data.py --input_file='gs://bucket/corpus/*.txt' \
+      --output_file=gs://bucket/data/train.tfrecord --vocab_file=gs://bucket/vocab.txt \
+      --runner=DataflowRunner --project=my-project --region=us-central1 \
+      --temp_location=gs://bucket/tmp --setup_file=./setup.py --max_num_workers=100
 """
 
 import logging
 
-from absl import flags
+from absl import app, flags
 
 from bert_tf import cli
 
@@ -34,6 +42,16 @@ flags.DEFINE_integer(
 flags.DEFINE_float(
     "shard_size_mb", 8.0, "Scale mode: megabytes of text per shard (bounds each worker's memory)."
 )
+flags.DEFINE_string(
+    "runner",
+    None,
+    "Run scale mode on this Apache Beam runner: DirectRunner (--num_workers local processes, "
+    "0: one per core), DataflowRunner, FlinkRunner, SparkRunner, PortableRunner. Flags this tool "
+    "does not define are Beam pipeline options.",
+)
+flags.DEFINE_integer(
+    "num_output_shards", 0, "With --runner: the number of output files (0: the runner decides)."
+)
 
 for _name in ("input_file", "output_file", "vocab_file"):
     flags.mark_flag_as_required(_name)
@@ -41,8 +59,19 @@ for _name in ("input_file", "output_file", "vocab_file"):
 FLAGS = flags.FLAGS
 
 
+def parse_flags(argv):
+    """absl's parsing, except that with --runner the flags this tool does not define are left
+    in argv for Beam's `PipelineOptions` (without --runner they are errors, as always)."""
+    try:
+        rest = FLAGS(argv, known_only=True)
+    except flags.Error:
+        rest = None  # reported by absl's own parsing below
+    if rest is not None and FLAGS.runner:
+        return rest
+    return app.parse_flags_with_usage(argv)
+
+
 def main(argv):
-    del argv
     from bert_tf.data import PretrainingDataOptions, create_pretraining_data
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
@@ -58,10 +87,17 @@ def main(argv):
         short_seq_prob=FLAGS.short_seq_prob,
     )
     summary = create_pretraining_data(
-        FLAGS.input_file, FLAGS.output_file, options, FLAGS.num_workers, FLAGS.shard_size_mb
+        FLAGS.input_file,
+        FLAGS.output_file,
+        options,
+        FLAGS.num_workers,
+        FLAGS.shard_size_mb,
+        runner=FLAGS.runner,
+        num_output_shards=FLAGS.num_output_shards,
+        pipeline_args=argv[1:] if FLAGS.runner else (),
     )
     print(summary.format())
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, flags_parser=parse_flags)

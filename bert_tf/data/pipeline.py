@@ -9,6 +9,9 @@ boundaries. Each shard is the original's algorithm on its own documents with its
 `<output_file>-SSSSS-of-NNNNN`. Memory is bounded by a shard, workers run in parallel, and
 reruns give the same files. The worker processes do not load TensorFlow: they return serialized
 examples and this process frames them into TFRecords.
+
+On Apache Beam (`runner=...`, `beam_pipeline.py`), the same shards are made by the same
+`_ShardMaker.make_shard` on the runner's workers, and Beam's sink writes them.
 """
 
 import dataclasses
@@ -156,6 +159,27 @@ class _ShardMaker:
         )
         return records, summary
 
+    def make_shard(self, index, ranges):
+        """Serialized examples of one scale-mode shard and their `Summary`.
+
+        Scale mode's worker processes and the Beam pipeline's workers both call this, so the
+        same shard gives the same examples in either.
+
+        Args:
+          index: The shard's index in the plan; with `random_seed` it seeds the shard's
+            `random.Random`.
+          ranges: The shard's `(path, start, end)` byte ranges, as `plan_shards` cut them.
+
+        Returns:
+          A list of serialized examples and their `Summary` (empty for a shard of blank lines).
+        """
+        corpus = self.read(ranges)
+        if corpus.num_documents == 0:
+            return [], Summary()
+        # A string seed is hashed with SHA-512: the same on every machine and Python process.
+        seed = f"bert_tf/{self.options.random_seed}/shard/{index}"
+        return self.make_records(corpus, random.Random(seed))
+
 
 def _check_corpus(corpus, where):
     if corpus.num_documents == 0:
@@ -249,13 +273,26 @@ def _init_worker(options):
 
 
 def _make_shard(args):
-    index, ranges, seed = args
-    corpus = _WORKER.read(ranges)
-    if corpus.num_documents == 0:
-        return index, [], Summary()
-    # A string seed is hashed with SHA-512: the same on every machine and Python process.
-    records, summary = _WORKER.make_records(corpus, random.Random(f"bert_tf/{seed}/shard/{index}"))
-    return index, records, summary
+    index, ranges = args
+    return (index, *_WORKER.make_shard(index, ranges))
+
+
+def plan_scale_mode(input_files, output_file, options, shard_size_mb):
+    """What scale mode checks and plans before any shard is made (the Beam pipeline too).
+
+    Returns:
+      The shards of `plan_shards`.
+
+    Raises:
+      ValueError: Several output files, a bad vocab, or an empty input.
+    """
+    if "," in output_file:
+        raise ValueError("scale mode writes sharded files: give a single --output_file prefix")
+    _ShardMaker(options)  # fail here, not in a worker, on a bad vocab
+    shards = plan_shards(input_files, int(shard_size_mb * (1 << 20)))
+    if not shards:
+        raise ValueError(f"{', '.join(input_files)}: no text found (the input is empty)")
+    return shards
 
 
 def shard_file_name(output_file, index, num_shards):
@@ -269,18 +306,13 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
       A `Summary`; its `output_files` are in shard order.
     """
     start = time.monotonic()
-    if "," in output_file:
-        raise ValueError("--num_workers writes one file per shard: give a single --output_file prefix")
-    _ShardMaker(options)  # fail here, not in a worker, on a bad vocab
-    shards = plan_shards(input_files, int(shard_size_mb * (1 << 20)))
-    if not shards:
-        raise ValueError(f"{', '.join(input_files)}: no text found (the input is empty)")
+    shards = plan_scale_mode(input_files, output_file, options, shard_size_mb)
     logger.info("Cut the input into %d shards for %d workers", len(shards), num_workers)
     summary = Summary()
     progress = Progress("create_pretraining_data", rate_of="instances")
     names = {}
     context = multiprocessing.get_context("spawn")
-    jobs = [(i, ranges, options.random_seed) for i, ranges in enumerate(shards)]
+    jobs = list(enumerate(shards))
     with context.Pool(num_workers, initializer=_init_worker, initargs=(options,)) as pool:
         for index, records, shard_summary in pool.imap_unordered(_make_shard, jobs):
             if records:
@@ -297,30 +329,75 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
     return summary
 
 
-def create_pretraining_data(input_file, output_file, options, num_workers=0, shard_size_mb=8):
+def create_pretraining_data(
+    input_file,
+    output_file,
+    options,
+    num_workers=0,
+    shard_size_mb=8,
+    runner=None,
+    num_output_shards=0,
+    pipeline_args=(),
+):
     """Runs the whole job.
 
     Args:
       input_file: Comma-separated glob patterns of text files.
       output_file: Comma-separated TFRecord paths (exact mode: examples go round-robin over
-        them, as the original) or one prefix (scale mode).
+        them, as the original) or one prefix (scale mode and Beam).
       options: `PretrainingDataOptions`.
-      num_workers: 0 for the exact single-process mode; N >= 1 for scale mode.
-      shard_size_mb: Scale mode's shard size.
+      num_workers: 0 for the exact single-process mode; N >= 1 for scale mode. With
+        `runner="DirectRunner"`: the number of local worker processes (0: one per core).
+      shard_size_mb: Scale mode's (and Beam's) shard size.
+      runner: None, or the Apache Beam runner that runs scale mode's shards
+        ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner", ...).
+      num_output_shards: With a runner, the number of output files (0: the runner decides).
+      pipeline_args: With a runner, Beam pipeline options (`["--project=...", ...]`).
 
     Returns:
       A `Summary`.
 
     Raises:
-      ValueError: Bad flags or input, with a message naming the flag or file.
+      ValueError: Bad flags or input, with a message naming the flag or file; a runner
+        without Apache Beam installed.
     """
     options.validate()
     if num_workers < 0:
         raise ValueError(f"--num_workers must be at least 0 (0: exact mode), got {num_workers}")
+    if (num_workers or runner) and shard_size_mb <= 0:
+        raise ValueError(f"--shard_size_mb must be positive, got {shard_size_mb}")
+    if num_output_shards < 0:
+        raise ValueError(f"--num_output_shards must be at least 0, got {num_output_shards}")
+    if not runner and (num_output_shards or pipeline_args):
+        given = ["--num_output_shards"] * bool(num_output_shards) + list(pipeline_args)
+        raise ValueError(f"{' '.join(given)}: options of the Beam pipeline, given without --runner")
+    if runner:  # before anything is read: a missing Beam or a bad pipeline option fails first
+        beam_pipeline = _import_beam_pipeline()
+        pipeline = beam_pipeline.make_pipeline(runner, pipeline_args, num_workers)
     input_files = files.expand_input_patterns(input_file)
+    if runner:
+        return beam_pipeline.create_with_beam(
+            pipeline, input_files, output_file, options, shard_size_mb, num_output_shards
+        )
     if num_workers:
-        if shard_size_mb <= 0:
-            raise ValueError(f"--shard_size_mb must be positive, got {shard_size_mb}")
         return create_sharded(input_files, output_file, options, num_workers, shard_size_mb)
     output_files = [path.strip() for path in output_file.split(",") if path.strip()]
     return create_exact(input_files, output_files, options)
+
+
+def _import_beam_pipeline():
+    """`bert_tf.data.beam_pipeline`, or a one-line error saying what to install."""
+    beam_logger = logging.getLogger("apache_beam")
+    level = beam_logger.level
+    beam_logger.setLevel(logging.ERROR)  # its import notes that Google Cloud clients are absent
+    try:
+        from bert_tf.data import beam_pipeline
+    except ImportError as e:
+        if not (e.name or "").startswith("apache_beam"):
+            raise
+        raise ValueError(
+            "--runner needs Apache Beam: pip install 'bert_tf[beam]' (apache-beam[tfrecord]==2.77.0)"
+        ) from None
+    finally:
+        beam_logger.setLevel(level)
+    return beam_pipeline

@@ -1,0 +1,174 @@
+"""Scale mode on Apache Beam: the same shards, seeds and examples, run by any Beam runner.
+
+The launcher plans the shards as scale mode does (`plan_scale_mode`: byte ranges cut at
+document boundaries); the pipeline spreads them over the runner's workers, each of which makes a
+shard's examples with scale mode's own `_ShardMaker.make_shard` (the shard's own seeded
+`random.Random`), and Beam's TFRecord sink writes them to `<output_file>-SSSSS-of-NNNNN`. For
+the same input, vocab, flags, seed and shard size the examples are exactly scale mode's; only
+the files they are in differ. The workers count documents, instances, tokens and masked tokens
+in Beam metrics, which the launcher reads back into a `Summary` when the pipeline ends.
+
+Runners: the DirectRunner (local processes), Dataflow, Flink and Spark (README.md, "Pretraining
+data", gives their command lines). Importing this module needs Apache Beam (`bert_tf[beam]`).
+"""
+
+import logging
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.tfrecordio import WriteToTFRecord
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+
+from bert_tf import files
+from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, shard_file_name
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE = "bert_tf"
+# The counts of a shard's `Summary`, summed over the shards by the runner's metrics.
+SUMMARY_COUNTERS = ("documents", "instances", "tokens", "masked", "random_next")
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
+# Beam's names of its local batch runner. In Beam 2.77 the DirectRunner first tries Prism, a Go
+# binary it downloads at run time, which would not run --num_workers processes (nor run offline):
+# they all run the FnApiRunner, the DirectRunner's own batch engine, in multi_processing mode.
+_LOCAL_RUNNERS = ("directrunner", "direct", "fnapirunner")
+
+
+def make_pipeline(runner, pipeline_args=(), num_workers=0):
+    """An empty `beam.Pipeline` on `runner`, its options checked before anything is read.
+
+    Args:
+      runner: A Beam runner name: "DirectRunner", "DataflowRunner", "FlinkRunner",
+        "SparkRunner", "PortableRunner", ...
+      pipeline_args: The command-line flags the tool does not define (`--project=...`).
+      num_workers: With the DirectRunner, the number of local worker processes (0: one per
+        core); it runs them in `multi_processing` mode. Other runners size their own workers.
+
+    Returns:
+      A `beam.Pipeline`.
+
+    Raises:
+      ValueError: An argument that is neither a flag of the tool nor a Beam pipeline option (a
+        mistyped flag would otherwise be dropped with a warning and its default used), an
+        unknown runner or one whose dependencies are missing, options the runner rejects, or
+        `num_workers` with another runner than the DirectRunner.
+    """
+    options = PipelineOptions(list(pipeline_args), runner=runner)
+    known = PipelineOptions([]).get_all_options()  # every option of every Beam runner
+    unknown = set(options.get_all_options(retain_unknown_options=True)) - set(known)
+    if unknown:
+        names = ", ".join(f"--{name}" for name in sorted(unknown))
+        raise ValueError(f"{names}: neither a flag of this tool nor a Beam pipeline option")
+    if runner.lower() in _LOCAL_RUNNERS:
+        options.view_as(StandardOptions).runner = "FnApiRunner"
+        direct = options.view_as(DirectOptions)
+        direct.direct_running_mode = "multi_processing"
+        direct.direct_num_workers = num_workers
+    elif num_workers:
+        raise ValueError(
+            f"--num_workers counts the DirectRunner's local processes; {runner} sizes its own "
+            "workers (Dataflow: --max_num_workers)"
+        )
+    try:
+        return beam.Pipeline(options=options)
+    except (ImportError, ValueError) as e:  # an unknown runner, apache-beam[gcp] missing, ...
+        raise ValueError(f"--runner={runner}: {_one_line(e)}") from None
+
+
+class MakeShardFn(beam.DoFn):
+    """A shard `(index, ranges)` -> its serialized examples, counted in Beam metrics.
+
+    Args:
+      options: `PretrainingDataOptions`.
+    """
+
+    def __init__(self, options):
+        super().__init__()
+        self._options = options
+        self._counters = {name: Metrics.counter(NAMESPACE, name) for name in SUMMARY_COUNTERS}
+
+    def setup(self):
+        self._maker = _ShardMaker(self._options, exact=False)  # once per worker: loads the vocab
+
+    def process(self, shard):
+        index, ranges = shard
+        records, summary = self._maker.make_shard(index, ranges)
+        for name, counter in self._counters.items():
+            counter.inc(getattr(summary, name))
+        yield from records
+
+
+def _count_output_file(path):
+    Metrics.counter(NAMESPACE, "output_files").inc()
+    return path
+
+
+def _read_counters(result):
+    """The `bert_tf` counters of a finished pipeline, summed over its steps ({} if the runner
+    reports no metrics)."""
+    counts = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        name = counter.key.metric.name
+        counts[name] = counts.get(name, 0) + counter.result
+    return counts
+
+
+def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=8, num_output_shards=0):
+    """Scale mode's shards, made on `pipeline`'s runner and written by Beam's TFRecord sink.
+
+    Args:
+      pipeline: From `make_pipeline`.
+      input_files: The expanded input paths.
+      output_file: The output prefix: files `<output_file>-SSSSS-of-NNNNN`.
+      options: `PretrainingDataOptions`.
+      shard_size_mb: Scale mode's shard size.
+      num_output_shards: The number of output files; 0 lets the runner write one per bundle
+        without moving the examples between workers (a fixed number groups them first).
+
+    Returns:
+      A `Summary` of the counters; its `output_files` are in name order.
+
+    Raises:
+      ValueError: What scale mode rejects: several output files, a bad vocab, an input
+        without text (the empty files Beam wrote for it are removed).
+    """
+    start = time.monotonic()
+    shards = plan_scale_mode(input_files, output_file, options, shard_size_mb)
+    logger.info("Cut the input into %d shards for Beam's %s", len(shards), type(pipeline.runner).__name__)
+    written = (
+        pipeline
+        # Create reshuffles its elements (reshuffle=True): the shards spread over the workers.
+        | "Shards" >> beam.Create(list(enumerate(shards)))
+        | "MakeExamples" >> beam.ParDo(MakeShardFn(options))
+        | "Write"
+        >> WriteToTFRecord(
+            output_file, num_shards=num_output_shards, compression_type=CompressionTypes.UNCOMPRESSED
+        )
+    )
+    _ = written | "CountFiles" >> beam.Map(_count_output_file)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counts = _read_counters(result)
+    summary = Summary(**{name: counts.get(name, 0) for name in SUMMARY_COUNTERS})
+    if "output_files" not in counts:
+        logger.warning("The runner reported no metrics: the statistics below are not counted")
+        summary.output_files = files.glob(f"{output_file}-*-of-*")
+    else:
+        summary.output_files = [
+            shard_file_name(output_file, index, counts["output_files"])
+            for index in range(counts["output_files"])
+        ]
+        if summary.documents == 0:
+            for path in summary.output_files:
+                files.remove(path)
+            raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+    summary.seconds = time.monotonic() - start
+    return summary
