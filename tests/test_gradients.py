@@ -85,16 +85,25 @@ def check(gradients, finite_differences):
         np.testing.assert_allclose(gradients[name], want, rtol=1e-4, atol=1e-7, err_msg=name)
 
 
-def test_tensorflow_gradients(batch, config, finite_differences):
+# The losses on the log-probabilities, and on the logits as the trainer takes them (the
+# cross-entropy's own gradient, `softmax - one_hot`, see `sparse_softmax_cross_entropy`).
+OUTPUTS = {False: "log_probs", True: "logits"}
+
+
+@pytest.mark.parametrize("from_logits", list(OUTPUTS), ids=list(OUTPUTS.values()))
+def test_tensorflow_gradients(batch, config, finite_differences, from_logits):
     model = BertPretrainer(config)
     load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
     variables = {w.path: w for w in model.trainable_weights}
+    outputs = OUTPUTS[from_logits]
     with tf.GradientTape() as tape:
         out = model(mf.model_inputs(batch), training=True)
         mlm, _ = masked_lm_loss(
-            out["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"]
+            out[f"masked_lm_{outputs}"], batch["masked_lm_ids"], batch["masked_lm_weights"], from_logits
         )
-        nsp, _ = next_sentence_loss(out["next_sentence_log_probs"], batch["next_sentence_labels"])
+        nsp, _ = next_sentence_loss(
+            out[f"next_sentence_{outputs}"], batch["next_sentence_labels"], from_logits
+        )
         total = mlm + nsp
     names = list(finite_differences)
     grads = tape.gradient(total, [variables[name] for name in names])
@@ -119,22 +128,31 @@ load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
 batch = mf.train_batch()
 
 
-def total_loss(trainable, non_trainable, batch):
+def total_loss(trainable, non_trainable, batch, outputs):
     out, _ = model.stateless_call(trainable, non_trainable, mf.model_inputs(batch), training=True)
-    mlm, _ = masked_lm_loss(out["masked_lm_log_probs"], batch["masked_lm_ids"], batch["masked_lm_weights"])
-    nsp, _ = next_sentence_loss(out["next_sentence_log_probs"], batch["next_sentence_labels"])
+    from_logits = outputs == "logits"
+    mlm, _ = masked_lm_loss(
+        out["masked_lm_" + outputs], batch["masked_lm_ids"], batch["masked_lm_weights"], from_logits
+    )
+    nsp, _ = next_sentence_loss(out["next_sentence_" + outputs], batch["next_sentence_labels"], from_logits)
     return mlm + nsp
 
 
-grads = jax.jit(jax.grad(total_loss))(
-    [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], batch
-)
 position = {{v.path: i for i, v in enumerate(model.trainable_variables)}}
 wanted = json.loads(sys.argv[1])
-print("GRADIENTS", json.dumps({{
-    name: [float(grads[position[name]][tuple(index)]) for index in indexes]
-    for name, indexes in wanted.items()
-}}))
+found = {{}}
+for outputs in ("log_probs", "logits"):
+    grads = jax.jit(jax.grad(total_loss), static_argnums=3)(
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        batch,
+        outputs,
+    )
+    found[outputs] = {{
+        name: [float(grads[position[name]][tuple(index)]) for index in indexes]
+        for name, indexes in wanted.items()
+    }}
+print("GRADIENTS", json.dumps(found))
 """
 
 
@@ -150,4 +168,7 @@ def test_jax_gradients_under_jit(batch, finite_differences):
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    check(json.loads(result.stdout.split("GRADIENTS")[-1]), finite_differences)
+    found = json.loads(result.stdout.split("GRADIENTS")[-1])
+    assert list(found) == list(OUTPUTS.values())
+    for gradients in found.values():
+        check(gradients, finite_differences)

@@ -8,6 +8,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf import (
     BertConfig,
@@ -22,6 +23,7 @@ from bert_tf.config import ACTIVATIONS
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import SelfAttention
 from bert_tf.modeling.layer_norm import LayerNorm
+from bert_tf.modeling.losses import sparse_softmax_cross_entropy
 from tests import model_fixtures as mf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,6 +134,28 @@ def test_losses_from_logits_are_the_originals(pretrainer, reference, batch_name)
         np.testing.assert_allclose(
             np.asarray(value), batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}"
         )
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0, 1e4])
+def test_cross_entropy_from_logits_against_float64(scale):
+    """`sparse_softmax_cross_entropy`'s value and gradient (`softmax - one_hot`) against float64,
+    with logits far apart (probabilities that underflow in float32)."""
+    rng = np.random.RandomState(0)
+    logits = (rng.randn(8, 300) * scale).astype(np.float32)
+    labels = rng.randint(0, 300, size=8).astype(np.int32)
+    upstream = rng.rand(8).astype(np.float32)
+    x = logits.astype(np.float64)
+    top = x.max(-1, keepdims=True)
+    log_normaliser = top + np.log(np.exp(x - top).sum(-1, keepdims=True))
+    want = log_normaliser[:, 0] - x[np.arange(8), labels]
+    want_gradient = (np.exp(x - log_normaliser) - np.eye(300)[labels]) * upstream[:, None]
+    tensor = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(tensor)
+        got = sparse_softmax_cross_entropy(tensor, labels)
+        total = tf.reduce_sum(got * upstream)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(tape.gradient(total, tensor).numpy(), want_gradient, rtol=0, atol=1e-7)
 
 
 def test_dropout_only_in_training(pretrainer, reference):

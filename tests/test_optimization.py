@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bert_tf.training.optimization import AdamWeightDecay, Lamb, WarmupPolynomialDecay, clip_by_global_norm
+from bert_tf.training.step import _xla_compiled
 from tests import training_reference as ref
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,6 +132,19 @@ def test_lamb_against_numpy():
     # The trust ratio matters: plain Adam with decay moves the kernel differently.
     adam = _keras_run(AdamWeightDecay(learning_rate=schedule), params, grads)
     assert np.abs(adam["dense/kernel"] - want["dense/kernel"]).max() > 1e-3
+
+
+@pytest.mark.parametrize("make, numpy_rule", [(AdamWeightDecay, "numpy_adamw"), (Lamb, "numpy_lamb")])
+def test_the_xla_compiled_rule_against_numpy(make, numpy_rule):
+    """The rule as the training step applies it: one XLA-compiled function per variable shape,
+    shared by the variables of that shape (the two 3-vectors here, one decayed and one not)."""
+    params, grads = _problem(3)
+    optimizer = make(learning_rate=WarmupPolynomialDecay(1e-2, num_train_steps=10, num_warmup_steps=2))
+    optimizer.compile_rule(_xla_compiled)
+    got = _keras_run(optimizer, params, grads)
+    want = globals()[numpy_rule](params, grads)
+    for name in NAMES:
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-6, err_msg=name)
 
 
 _JAX_SCRIPT = """

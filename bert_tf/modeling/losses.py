@@ -17,8 +17,42 @@ def negative_log_likelihood(predictions, labels, from_logits=False):
     """
     labels = ops.cast(labels, "int32")
     if from_logits:
-        return ops.sparse_categorical_crossentropy(labels, predictions, from_logits=True)
+        return sparse_softmax_cross_entropy(predictions, labels)
     return -ops.take_along_axis(predictions, ops.expand_dims(labels, -1), axis=-1)[..., 0]
+
+
+def sparse_softmax_cross_entropy(logits, labels):
+    """`logsumexp(logits) - logits[label]` of every row, with the gradient `softmax - one_hot`.
+
+    The value and the gradient are those of a fused softmax cross-entropy, computed from one
+    softmax: the row maximum `m` has probability `exp(m - logsumexp)`, at least 1 / C, so
+    `logsumexp = m - log(max(softmax))` stays exact where a probability underflows. On
+    TensorFlow's CPU kernels this is about 2.4x faster than `sparse_softmax_cross_entropy_with_logits`
+    over the [batch * 20, 30522] masked-LM logits, forward and backward (BUILD_NOTES.md).
+
+    Args:
+      logits: float [..., C].
+      labels: int [...] class ids.
+
+    Returns:
+      float [...].
+    """
+
+    @ops.custom_gradient
+    def cross_entropy(logits):
+        probabilities = ops.softmax(logits, axis=-1)
+        log_normaliser = ops.max(logits, axis=-1) - ops.log(ops.max(probabilities, axis=-1))
+        label_logits = ops.take_along_axis(logits, ops.expand_dims(labels, -1), axis=-1)[..., 0]
+
+        def gradient(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            one_hot = ops.one_hot(labels, ops.shape(logits)[-1], dtype=logits.dtype)
+            return (probabilities - one_hot) * ops.expand_dims(upstream, -1)
+
+        return log_normaliser - label_logits, gradient
+
+    return cross_entropy(logits)
 
 
 def masked_lm_loss(masked_lm_log_probs, masked_lm_ids, masked_lm_weights, from_logits=False):

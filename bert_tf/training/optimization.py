@@ -167,16 +167,34 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         index = self._get_variable_index(variable)
         return self.adam_m[index], self.adam_v[index]
 
-    def _moments(self, gradient, variable):
-        """Updates and returns the variable's index, cast gradient and new moments."""
+    def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         m, v = self.adam_m[index], self.adam_v[index]
-        gradient = ops.cast(gradient, variable.dtype)
+        values = self.rule(gradient, variable, m, v, learning_rate, **self._rule_options(index))
+        for target, value in zip((variable, m, v), values, strict=True):
+            self.assign(target, value)
+
+    @property
+    def rule(self):
+        """The update rule `update_step` applies: `apply_rule`, or a compiled copy of it that
+        the training step sets with `compile_rule`."""
+        return getattr(self, "_compiled_rule", None) or self.apply_rule
+
+    def compile_rule(self, compile_fn):
+        """Makes `update_step` apply `compile_fn(self.apply_rule)` (e.g. an XLA-compiled
+        `tf.function`, which fuses the rule's element-wise ops into one loop per variable)."""
+        self._compiled_rule = compile_fn(self.apply_rule)
+
+    def _rule_options(self, index):
+        """The Python-valued options of the rule for the variable at `index`."""
+        return {"decay": self._decayed[index]}
+
+    def _moments(self, gradient, m, v):
+        """The next (m, v) from the gradient (cast to the moments' dtype)."""
+        gradient = ops.cast(gradient, m.dtype)
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient)
-        self.assign(m, next_m)
-        self.assign(v, next_v)
-        return index, next_m, next_v
+        return next_m, next_v
 
     def get_config(self):
         config = super().get_config()
@@ -195,12 +213,19 @@ class AdamWeightDecay(_MomentsOptimizer):
     """The original's `AdamWeightDecayOptimizer` (see the module docstring for the rule); its
     arguments are `_MomentsOptimizer`'s, with the original's defaults."""
 
-    def update_step(self, gradient, variable, learning_rate):
-        index, next_m, next_v = self._moments(gradient, variable)
+    def apply_rule(self, gradient, param, m, v, learning_rate, decay):
+        """One update of a variable, as values: returns its next (param, m, v).
+
+        Args:
+          gradient, param, m, v: Tensors of the variable's shape.
+          learning_rate: float scalar.
+          decay: Whether the variable is decayed (Python bool).
+        """
+        next_m, next_v = self._moments(gradient, m, v)
         update = next_m / (ops.sqrt(next_v) + self.epsilon)
-        if self._decayed[index]:
-            update = update + self.weight_decay_rate * variable
-        self.assign(variable, variable - ops.cast(learning_rate, variable.dtype) * update)
+        if decay:
+            update = update + self.weight_decay_rate * param
+        return param - ops.cast(learning_rate, param.dtype) * update, next_m, next_v
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -236,22 +261,33 @@ class Lamb(_MomentsOptimizer):
             not any(re.search(p, v.path) for p in self.exclude_from_layer_adaptation) for v in var_list
         ]
 
-    def update_step(self, gradient, variable, learning_rate):
-        index, next_m, next_v = self._moments(gradient, variable)
-        t = ops.cast(self.iterations + 1, variable.dtype)
+    def _rule_options(self, index):
+        return {"decay": self._decayed[index], "adapt": self._adapted[index]}
+
+    def apply_rule(self, gradient, param, m, v, learning_rate, decay, adapt):
+        """One update of a variable, as values: returns its next (param, m, v).
+
+        Args:
+          gradient, param, m, v: Tensors of the variable's shape.
+          learning_rate: float scalar.
+          decay: Whether the variable is decayed (Python bool).
+          adapt: Whether the trust ratio applies (Python bool).
+        """
+        next_m, next_v = self._moments(gradient, m, v)
+        t = ops.cast(self.iterations + 1, param.dtype)
         m_hat = next_m / (1.0 - ops.power(self.beta_1, t))
         v_hat = next_v / (1.0 - ops.power(self.beta_2, t))
         update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
-        if self._decayed[index]:
-            update = update + self.weight_decay_rate * variable
-        if self._adapted[index]:
-            weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
+        if decay:
+            update = update + self.weight_decay_rate * param
+        if adapt:
+            weight_norm = ops.sqrt(ops.sum(ops.square(param)))
             update_norm = ops.sqrt(ops.sum(ops.square(update)))
             trust = ops.where(
                 (weight_norm > 0) & (update_norm > 0), weight_norm / ops.maximum(update_norm, 1e-30), 1.0
             )
             update = trust * update
-        self.assign(variable, variable - ops.cast(learning_rate, variable.dtype) * update)
+        return param - ops.cast(learning_rate, param.dtype) * update, next_m, next_v
 
     def get_config(self):
         config = super().get_config()
