@@ -163,8 +163,8 @@ def main():
         )
         medians = {s: statistics.median(r) for s, r in rates.items() if r}
         for system, median in medians.items():
-            spread = ", ".join(f"{r:.1f}" for r in rates[system])
-            print(f"  {LABELS[system]:<16} {median:8.1f} examples/s  (rounds: {spread})")
+            spread = ", ".join(f"{r:.3g}" for r in rates[system])
+            print(f"  {LABELS[system]:<16} {median:8.3g} examples/s  (rounds: {spread})")
         if "keras_hub" in medians:
             print(f"  keras-hub compile() defaults: jit_compile={notes.get('jit_compile')}")
             for system in ("bert_tf", "bert_tf_xla"):

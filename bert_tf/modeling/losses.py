@@ -9,7 +9,7 @@ def negative_log_likelihood(predictions, labels, from_logits=False):
     Args:
       predictions: float [..., C] log-probabilities, or logits with `from_logits`.
       labels: int [...] class ids.
-      from_logits: `predictions` are logits: a fused softmax cross-entropy, the cheaper way to
+      from_logits: `predictions` are logits: `sparse_softmax_cross_entropy`, the cheaper way to
         train (its gradient is `softmax - one_hot`, with no [..., C] log-probabilities kept).
 
     Returns:

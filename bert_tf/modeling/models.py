@@ -61,7 +61,7 @@ class BertPretrainer(BertConfigured, keras.Model):
     Inputs: `BertModel`'s, plus int [batch, P] `masked_lm_positions`.
     Outputs: `BertModel`'s, plus float32 `masked_lm_logits` and `masked_lm_log_probs`
     [batch * P, V] (the original's flattened order), `next_sentence_logits` and
-    `next_sentence_log_probs` [batch, 2]. Losses take the logits (a fused softmax cross-entropy);
+    `next_sentence_log_probs` [batch, 2]. Losses take the logits (`sparse_softmax_cross_entropy`);
     inside a `tf.function` the log-probabilities cost nothing when unused.
     """
 
