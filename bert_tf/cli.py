@@ -2,8 +2,10 @@
 reported as one line.
 
 Importing this module (every tool does, first) hides TensorFlow's C++ logs, the pages of start-up
-notes about oneDNN, CUDA and CPU instructions, by setting `TF_CPP_MIN_LOG_LEVEL=3`, unless the
-user has set `TF_CPP_MIN_LOG_LEVEL` (then nothing here filters anything).
+notes about oneDNN, CUDA and CPU instructions, by setting `TF_CPP_MIN_LOG_LEVEL=3` unless the user
+has set `TF_CPP_MIN_LOG_LEVEL`. The lines TensorFlow writes while its libraries load ignore that
+level, so the tools drop those below it themselves (at 0 every line shows; at 3, the default,
+only FATAL ones). A tool started by another one inherits the level and is as quiet.
 """
 
 import contextlib
@@ -14,20 +16,34 @@ import tempfile
 
 from absl import app
 
-_QUIET = "TF_CPP_MIN_LOG_LEVEL" not in os.environ
-if _QUIET:
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # before TensorFlow is imported; FATAL still shows
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow is imported
 
-# A C++ log line of any severity but FATAL (`I0000 00:00:1795431512.186846    8941 port.cc:153] ...`),
-# and the banner abseil prints before it is initialised.
-_CPP_LOG_LINE = re.compile(
-    rb"[IWE]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] |WARNING: All log messages before absl::InitializeLog"
-)
+# A C++ log line (`I0000 00:00:1795431512.186846    8941 port.cc:153] ...`: severity I, W or
+# E), and the banner abseil prints before it is initialised.
+_CPP_LOG_LINE = re.compile(rb"([IWE])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] ")
+_ABSL_BANNER = b"WARNING: All log messages before absl::InitializeLog"
+_SEVERITY = {b"I": 0, b"W": 1, b"E": 2}
+
+
+def _min_log_level():
+    try:
+        return int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+    except ValueError:
+        return 0
+
+
+def _hidden(line, level):
+    """Whether a line written while TensorFlow loads is below the log level."""
+    if line.startswith(_ABSL_BANNER):
+        return level > 0
+    match = _CPP_LOG_LINE.match(line)
+    return bool(match) and _SEVERITY[match.group(1)] < level
 
 
 @contextlib.contextmanager
-def _without_cpp_log_lines():
-    """Drops C++ log lines written to the process's stderr (file descriptor 2) in the block.
+def _without_cpp_log_lines(level):
+    """Drops C++ log lines below `level` written to the process's stderr (file descriptor 2)
+    in the block.
 
     While TensorFlow's libraries load, abseil logging is not initialised yet and writes every
     message to stderr whatever `TF_CPP_MIN_LOG_LEVEL` says; everything else written then (a
@@ -44,7 +60,7 @@ def _without_cpp_log_lines():
             os.dup2(saved, 2)
             os.close(saved)
             captured.seek(0)
-            kept = b"".join(line for line in captured if not _CPP_LOG_LINE.match(line))
+            kept = b"".join(line for line in captured if not _hidden(line, level))
             if kept:
                 sys.stderr.buffer.write(kept)
                 sys.stderr.flush()
@@ -69,9 +85,8 @@ def run(main, flags_parser=app.parse_flags_with_usage):
     """
 
     def checked_main(argv):
-        if _QUIET:
-            with _without_cpp_log_lines():
-                import tensorflow  # noqa: F401  (loaded here, where its start-up lines are dropped)
+        with _without_cpp_log_lines(_min_log_level()):
+            import tensorflow  # noqa: F401  (loaded here, where its start-up lines are filtered)
         try:
             status = main(argv)
         except ValueError as e:
