@@ -66,6 +66,12 @@ def _without_cpp_log_lines(level):
                 sys.stderr.flush()
 
 
+# TensorFlow is loaded here, where its start-up lines are filtered, before a tool's own imports
+# (which may load it too). Scale mode's workers are spawned, so they do not inherit it.
+with _without_cpp_log_lines(_min_log_level()):
+    import tensorflow  # noqa: E402, F401
+
+
 class JobError(Exception):
     """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
 
@@ -73,7 +79,7 @@ class JobError(Exception):
 def run(main, flags_parser=app.parse_flags_with_usage):
     """Runs `main(argv)` as an absl program and exits with its status.
 
-    TensorFlow is imported before `main` runs (quietly, see the module doc). A `ValueError`
+    TensorFlow is imported with this module (quietly, see the module doc). A `ValueError`
     (bert_tf's error for bad input: its message names the file, flag or variable) is printed as
     `error: <message>` on stderr with exit status 2, without a traceback; a `JobError`
     likewise, with exit status 1.
@@ -85,8 +91,6 @@ def run(main, flags_parser=app.parse_flags_with_usage):
     """
 
     def checked_main(argv):
-        with _without_cpp_log_lines(_min_log_level()):
-            import tensorflow  # noqa: F401  (loaded here, where its start-up lines are filtered)
         try:
             status = main(argv)
         except ValueError as e:

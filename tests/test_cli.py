@@ -50,6 +50,29 @@ def test_a_tool_run_prints_no_tensorflow_start_up_lines(tmp_path, level):
     assert not CPP_LOG_LINE.search(result.stderr), result.stderr
 
 
+def test_a_tool_whose_imports_load_tensorflow_is_quiet_too(tmp_path, fixtures_dir):
+    """run_pretraining.py imports bert_tf.training (TensorFlow) at its top, after bert_tf.cli."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    missing = tmp_path / "missing.tfrecord"
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "tools", "run_pretraining.py"),
+            f"--input_file={missing}",
+            f"--output_dir={tmp_path / 'out'}",
+            f"--bert_config_file={os.path.join(fixtures_dir, 'google_tiny', 'bert_config.json')}",
+            "--do_train",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"error: --input_file: '{missing}' matches no file\n"
+
+
 def test_a_user_set_log_level_is_respected(tmp_path):
     result = run_tool(tmp_path, level="0")
     assert result.returncode == 0, result.stderr[-2000:]
