@@ -9,6 +9,7 @@ only FATAL ones). A tool started by another one inherits the level and is as qui
 """
 
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -70,6 +71,18 @@ def _without_cpp_log_lines(level):
 # (which may load it too). Scale mode's workers are spawned, so they do not inherit it.
 with _without_cpp_log_lines(_min_log_level()):
     import tensorflow  # noqa: E402, F401
+
+
+def _not_tensorflow_info(record):
+    """False for an INFO (or lower) record logged by TensorFlow's own Python modules."""
+    return record.levelno >= logging.WARNING or f"{os.sep}tensorflow{os.sep}" not in record.pathname
+
+
+if _min_log_level() > 0:
+    # TensorFlow's Python INFO lines (SavedModel and checkpoint internals, through absl's logger
+    # or its own) go with its C++ ones; bert_tf's own progress messages stay.
+    for _name in ("absl", "tensorflow"):
+        logging.getLogger(_name).addFilter(_not_tensorflow_info)
 
 
 class JobError(Exception):

@@ -95,3 +95,18 @@ def test_a_bad_flag_is_one_line_naming_it(tmp_path):
     assert result.returncode == 2
     assert result.stderr == "error: --num_workers must be at least 0 (0: exact mode), got -1\n"
     assert os.listdir(tmp_path) == []
+
+
+def test_tensorflow_python_info_lines_are_dropped_and_bert_tfs_kept():
+    import logging
+
+    from bert_tf.cli import _not_tensorflow_info
+
+    def record(path, level):
+        return logging.LogRecord("absl", level, path, 1, "message", None, None)
+
+    saver = os.path.join(os.sep, "venv", "site-packages", "tensorflow", "python", "saver.py")
+    loop = os.path.join(REPO, "bert_tf", "training", "loop.py")
+    assert not _not_tensorflow_info(record(saver, logging.INFO))
+    assert _not_tensorflow_info(record(saver, logging.WARNING))
+    assert _not_tensorflow_info(record(loop, logging.INFO))

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 
+from bert_tf import cli  # noqa: F401  (TensorFlow's start-up lines hidden, as in every tool)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tools", "demo_data")
 OUT = os.path.join(REPO, "out", "demo")
