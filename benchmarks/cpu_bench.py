@@ -27,7 +27,9 @@ import subprocess
 import sys
 import time
 
-BATCH, SEQ, VOCAB = 8, 128, 30522
+from common import SEQ, VOCAB, hf_bert_config, run_in_fresh_process
+
+BATCH = 8
 LAYERS, HIDDEN, HEADS, INTERMEDIATE = 12, 768, 12, 3072
 FORWARD_SYSTEMS = (
     "bert_tf",
@@ -196,15 +198,7 @@ def forward_hf_torch(bf16):
     import transformers
 
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        intermediate_size=INTERMEDIATE,
-        attn_implementation="sdpa",
-    )
-    model = transformers.BertModel(config).eval()
+    model = transformers.BertModel(hf_bert_config(LAYERS, HIDDEN, HEADS, INTERMEDIATE)).eval()
     x = {k: torch.tensor(v, dtype=torch.long) for k, v in synthetic_inputs().items()}
     inputs = dict(input_ids=x["input_ids"], attention_mask=x["input_mask"], token_type_ids=x["segment_ids"])
 
@@ -237,18 +231,7 @@ def run_worker(name):
 
 def measure(name):
     """Runs one worker in a fresh process: (rate, notes), or None if its library is missing."""
-    result = subprocess.run(
-        [sys.executable, __file__, "--worker", name],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    for line in result.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
-    if "No module named" in result.stderr:
-        return None
-    raise RuntimeError(f"{name} failed:\n{result.stderr[-3000:]}")
+    return run_in_fresh_process(__file__, name)
 
 
 def alternate(names, rounds):

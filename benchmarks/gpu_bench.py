@@ -29,10 +29,11 @@ import os
 import sys
 import time
 
+from common import PREDICTIONS, SEQ, VOCAB, hf_bert_config, synthetic_batch
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=256)
 TINY = dict(layers=2, hidden=64, heads=2, intermediate=128, batch=4)
-SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
 
 
 def model_flops(shape, training):
@@ -43,24 +44,6 @@ def model_flops(shape, training):
     if training:
         forward += PREDICTIONS * 2 * (h * h + h * VOCAB) + 2 * 2 * h
     return forward * (3 if training else 1)
-
-
-def synthetic_batch(batch, seed=0):
-    import numpy as np
-
-    rng = np.random.RandomState(seed)
-    positions = np.sort(
-        np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False) for _ in range(batch)])
-    )
-    return {
-        "input_ids": rng.randint(1000, VOCAB, size=(batch, SEQ)).astype("int32"),
-        "input_mask": np.ones((batch, SEQ), "int32"),
-        "segment_ids": (np.arange(SEQ)[None] >= SEQ // 2).repeat(batch, 0).astype("int32"),
-        "masked_lm_positions": positions.astype("int32"),
-        "masked_lm_ids": rng.randint(1000, VOCAB, size=(batch, PREDICTIONS)).astype("int32"),
-        "masked_lm_weights": np.ones((batch, PREDICTIONS), "float32"),
-        "next_sentence_labels": rng.randint(0, 2, size=(batch, 1)).astype("int32"),
-    }
 
 
 def bert_config(shape):
@@ -192,14 +175,7 @@ def hf_train(shape, steps, warmup, compiled):
     import transformers
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    config = transformers.BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        attn_implementation="sdpa",
-    )
+    config = hf_bert_config(shape["layers"], shape["hidden"], shape["heads"], shape["intermediate"])
     model = transformers.BertForPreTraining(config).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch = {k: torch.tensor(v).to(device) for k, v in synthetic_batch(shape["batch"]).items()}
@@ -232,14 +208,7 @@ def hf_forward(shape, steps, warmup, compiled):
     import transformers
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    config = transformers.BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        attn_implementation="sdpa",
-    )
+    config = hf_bert_config(shape["layers"], shape["hidden"], shape["heads"], shape["intermediate"])
     model = transformers.BertModel(config).to(device).eval()
     forward = torch.compile(model) if compiled else model
     batch = {k: torch.tensor(v).long().to(device) for k, v in synthetic_batch(shape["batch"]).items()}

@@ -23,36 +23,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+from common import PREDICTIONS, SEQ, VOCAB, run_in_fresh_process, synthetic_batch
 
 CONFIGS = {
     "tiny": dict(layers=2, hidden=128, heads=2, intermediate=512, batch=32, steps=40),
     "base": dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=8, steps=4),
 }
-SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
 SYSTEMS = ("bert_tf", "bert_tf_xla", "keras_hub")
 LABELS = {"bert_tf": "bert_tf", "bert_tf_xla": "bert_tf + XLA", "keras_hub": "keras-hub fit"}
-
-
-def synthetic_batch(batch, seed=0):
-    """Random ids, full-length rows in two segments, 20 distinct masked positions per row."""
-    import numpy as np
-
-    rng = np.random.RandomState(seed)
-    positions = np.sort(
-        np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False) for _ in range(batch)])
-    )
-    return {
-        "input_ids": rng.randint(1000, VOCAB, size=(batch, SEQ)).astype("int32"),
-        "input_mask": np.ones((batch, SEQ), "int32"),
-        "segment_ids": (np.arange(SEQ)[None] >= SEQ // 2).repeat(batch, 0).astype("int32"),
-        "masked_lm_positions": positions.astype("int32"),
-        "masked_lm_ids": rng.randint(1000, VOCAB, size=(batch, PREDICTIONS)).astype("int32"),
-        "masked_lm_weights": np.ones((batch, PREDICTIONS), "float32"),
-        "next_sentence_labels": rng.randint(0, 2, size=(batch, 1)).astype("int32"),
-    }
 
 
 def run_bert_tf(shape, jit_compile):
@@ -117,18 +98,7 @@ def run_keras_hub(shape):
 
 def measure(system, config):
     """Runs one system in a fresh process; returns (examples/s, notes) or None if unavailable."""
-    result = subprocess.run(
-        [sys.executable, __file__, "--worker", system, "--configs", config],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    for line in result.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
-    if "No module named 'keras_hub'" in result.stderr:
-        return None
-    raise RuntimeError(f"{system} {config} failed:\n{result.stderr[-3000:]}")
+    return run_in_fresh_process(__file__, system, "--configs", config, missing="No module named 'keras_hub'")
 
 
 def main():
