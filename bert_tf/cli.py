@@ -33,6 +33,9 @@ def _min_log_level():
         return 0
 
 
+_LEVEL = _min_log_level()
+
+
 def _hidden(line, level):
     """Whether a line written while TensorFlow loads is below the log level."""
     if line.startswith(_ABSL_BANNER):
@@ -69,7 +72,7 @@ def _without_cpp_log_lines(level):
 
 # TensorFlow is loaded here, where its start-up lines are filtered, before a tool's own imports
 # (which may load it too). Scale mode's workers are spawned, so they do not inherit it.
-with _without_cpp_log_lines(_min_log_level()):
+with _without_cpp_log_lines(_LEVEL):
     import tensorflow  # noqa: E402, F401
 
 
@@ -78,7 +81,7 @@ def _not_tensorflow_info(record):
     return record.levelno >= logging.WARNING or f"{os.sep}tensorflow{os.sep}" not in record.pathname
 
 
-if _min_log_level() > 0:
+if _LEVEL > 0:
     # TensorFlow's Python INFO lines (SavedModel and checkpoint internals, through absl's logger
     # or its own) go with its C++ ones; bert_tf's own progress messages stay.
     for _name in ("absl", "tensorflow"):

@@ -145,6 +145,9 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         self.beta_2 = float(beta_2)
         self.epsilon = float(epsilon)
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+        # The update rule `update_step` applies: `apply_rule`, or a compiled copy of it that the
+        # training step sets with `compile_rule`.
+        self.rule = self.apply_rule
 
     def build(self, var_list):
         if self.built:
@@ -174,16 +177,10 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         for target, value in zip((variable, m, v), values, strict=True):
             self.assign(target, value)
 
-    @property
-    def rule(self):
-        """The update rule `update_step` applies: `apply_rule`, or a compiled copy of it that
-        the training step sets with `compile_rule`."""
-        return getattr(self, "_compiled_rule", None) or self.apply_rule
-
     def compile_rule(self, compile_fn):
         """Makes `update_step` apply `compile_fn(self.apply_rule)` (e.g. an XLA-compiled
         `tf.function`, which fuses the rule's element-wise ops into one loop per variable)."""
-        self._compiled_rule = compile_fn(self.apply_rule)
+        self.rule = compile_fn(self.apply_rule)
 
     def _rule_options(self, index):
         """The Python-valued options of the rule for the variable at `index`."""
