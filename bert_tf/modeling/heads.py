@@ -28,6 +28,37 @@ def gather_indexes(sequence_tensor, positions):
     return ops.take(flat_sequence, flat_positions, axis=0)
 
 
+def matmul_transposed(x, weights):
+    """`x @ weights^T`, for output layers whose weights are stored [K, H] (as the original's).
+
+    The gradient of `weights` is computed in its own [K, H] layout, `upstream^T @ x`; autodiff
+    through a transpose computes it [H, K] and then transposes it, which for the tied
+    [30522, 768] word embeddings is an extra 94 MB copy every step on a CPU.
+
+    Args:
+      x: float [..., H].
+      weights: float [K, H] (a variable or tensor; cast to x's dtype).
+
+    Returns:
+      float [..., K], of x's dtype.
+    """
+
+    @ops.custom_gradient
+    def product(x, weights):
+        rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+        def gradient(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            upstream_rows = ops.reshape(upstream, (-1, ops.shape(weights)[0]))
+            x_gradient = ops.reshape(ops.matmul(upstream_rows, weights), ops.shape(x))
+            return x_gradient, ops.matmul(ops.transpose(upstream_rows), rows)
+
+        return ops.matmul(x, ops.transpose(weights)), gradient
+
+    return product(x, ops.cast(weights, x.dtype))
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class MaskedLMTransform(BertConfigured, keras.layers.Layer):
     """`transform`: dense [H, H] with `hidden_act`, then LayerNorm."""
@@ -87,7 +118,7 @@ class TiedOutputLogits(keras.layers.Layer):
           float [N, V] logits.
         """
         # The float32 table (not autocast, see Embeddings) is cast once, to x's dtype.
-        return ops.matmul(x, ops.transpose(ops.cast(word_embeddings, x.dtype))) + self.output_bias
+        return matmul_transposed(x, word_embeddings) + self.output_bias
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -148,7 +179,7 @@ class NextSentenceHead(BertConfigured, keras.layers.Layer):
         Returns:
           float32 [batch, 2] logits.
         """
-        logits = ops.matmul(pooled_output, ops.transpose(self.output_weights)) + self.output_bias
+        logits = matmul_transposed(pooled_output, self.output_weights) + self.output_bias
         return ops.cast(logits, "float32")
 
 
@@ -207,7 +238,7 @@ def output_logits(x, output_weights, output_bias):
     Returns:
       float32 [..., num_outputs] logits.
     """
-    return ops.matmul(ops.cast(x, "float32"), ops.transpose(output_weights)) + output_bias
+    return matmul_transposed(ops.cast(x, "float32"), output_weights) + output_bias
 
 
 class ClsOutput(keras.layers.Layer):

@@ -102,10 +102,14 @@ def clip_by_global_norm(tensors, clip_norm, norm=None):
     """
     if norm is None:
         norm = global_norm(tensors)
-    # tf.clip_by_global_norm's scale: clip_norm / max(norm, clip_norm).
-    scale = clip_norm / ops.maximum(norm, clip_norm)
+    scale = clip_scale(norm, clip_norm)
     clipped = [None if t is None else t * ops.cast(scale, t.dtype) for t in tensors]
     return clipped, norm
+
+
+def clip_scale(norm, clip_norm):
+    """`tf.clip_by_global_norm`'s factor: `clip_norm / max(norm, clip_norm)` (1 when not clipped)."""
+    return clip_norm / ops.maximum(norm, clip_norm)
 
 
 class _MomentsOptimizer(keras.optimizers.Optimizer):
@@ -170,10 +174,20 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         index = self._get_variable_index(variable)
         return self.adam_m[index], self.adam_v[index]
 
-    def update_step(self, gradient, variable, learning_rate):
+    def update_step(self, gradient, variable, learning_rate, gradient_scale=None):
+        """Updates `variable` and its moments from `gradient`.
+
+        Args:
+          gradient, variable, learning_rate: As Keras' `update_step`.
+          gradient_scale: None, or a float32 scalar the gradient is multiplied by first (the
+            clipping factor of `clip_scale`, applied here so the gradient is read once).
+        """
         index = self._get_variable_index(variable)
         m, v = self.adam_m[index], self.adam_v[index]
-        values = self.rule(gradient, variable, m, v, learning_rate, **self._rule_options(index))
+        options = self._rule_options(index)
+        if gradient_scale is not None:
+            options["gradient_scale"] = gradient_scale
+        values = self.rule(gradient, variable, m, v, learning_rate, **options)
         for target, value in zip((variable, m, v), values, strict=True):
             self.assign(target, value)
 
@@ -186,9 +200,12 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         """The Python-valued options of the rule for the variable at `index`."""
         return {"decay": self._decayed[index]}
 
-    def _moments(self, gradient, m, v):
-        """The next (m, v) from the gradient (cast to the moments' dtype)."""
+    def _moments(self, gradient, m, v, gradient_scale):
+        """The next (m, v) from the gradient (cast to the moments' dtype, times `gradient_scale`
+        unless that is None)."""
         gradient = ops.cast(gradient, m.dtype)
+        if gradient_scale is not None:
+            gradient = gradient * gradient_scale
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient)
         return next_m, next_v
@@ -210,15 +227,16 @@ class AdamWeightDecay(_MomentsOptimizer):
     """The original's `AdamWeightDecayOptimizer` (see the module docstring for the rule); its
     arguments are `_MomentsOptimizer`'s, with the original's defaults."""
 
-    def apply_rule(self, gradient, param, m, v, learning_rate, decay):
+    def apply_rule(self, gradient, param, m, v, learning_rate, decay, gradient_scale=None):
         """One update of a variable, as values: returns its next (param, m, v).
 
         Args:
           gradient, param, m, v: Tensors of the variable's shape.
           learning_rate: float scalar.
           decay: Whether the variable is decayed (Python bool).
+          gradient_scale: None, or a float32 scalar multiplying the gradient (clipping).
         """
-        next_m, next_v = self._moments(gradient, m, v)
+        next_m, next_v = self._moments(gradient, m, v, gradient_scale)
         update = next_m / (ops.sqrt(next_v) + self.epsilon)
         if decay:
             update = update + self.weight_decay_rate * param
@@ -261,7 +279,7 @@ class Lamb(_MomentsOptimizer):
     def _rule_options(self, index):
         return {"decay": self._decayed[index], "adapt": self._adapted[index]}
 
-    def apply_rule(self, gradient, param, m, v, learning_rate, decay, adapt):
+    def apply_rule(self, gradient, param, m, v, learning_rate, decay, adapt, gradient_scale=None):
         """One update of a variable, as values: returns its next (param, m, v).
 
         Args:
@@ -269,8 +287,9 @@ class Lamb(_MomentsOptimizer):
           learning_rate: float scalar.
           decay: Whether the variable is decayed (Python bool).
           adapt: Whether the trust ratio applies (Python bool).
+          gradient_scale: None, or a float32 scalar multiplying the gradient (clipping).
         """
-        next_m, next_v = self._moments(gradient, m, v)
+        next_m, next_v = self._moments(gradient, m, v, gradient_scale)
         t = ops.cast(self.iterations + 1, param.dtype)
         m_hat = next_m / (1.0 - ops.power(self.beta_1, t))
         v_hat = next_v / (1.0 - ops.power(self.beta_2, t))
