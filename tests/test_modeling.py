@@ -109,6 +109,23 @@ def test_outputs_match_the_original(pretrainer, reference, batch_name):
 
 
 @pytest.mark.parametrize("batch_name", mf.BATCHES)
+def test_heads_only_outputs_are_the_originals(pretrainer, reference, batch_name):
+    """With `heads_only` (the pretraining task's model) the last layer runs at [CLS] and the
+    masked positions alone; the heads' outputs are still the original's."""
+    model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), heads_only=True)
+    model.set_weights(pretrainer.get_weights())
+    batch = reference[batch_name]
+    out = model(mf.model_inputs(batch))
+    assert sorted(out) == sorted(
+        ["masked_lm_logits", "masked_lm_log_probs", "next_sentence_logits", "next_sentence_log_probs"]
+    )
+    for key in ("masked_lm_log_probs", "next_sentence_log_probs"):
+        np.testing.assert_allclose(np.asarray(out[key]), batch[key], rtol=0, atol=1e-5, err_msg=key)
+    mlm, _ = masked_lm_loss(out["masked_lm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"], True)
+    assert abs(float(mlm) - float(batch["masked_lm_loss"])) <= 1e-5
+
+
+@pytest.mark.parametrize("batch_name", mf.BATCHES)
 def test_losses_from_logits_are_the_originals(pretrainer, reference, batch_name):
     """The fused softmax cross-entropy on the heads' logits gives the original's losses."""
     batch = reference[batch_name]
@@ -292,11 +309,16 @@ from bert_tf import BertConfig, BertPretrainer, load_google_checkpoint
 from tests import model_fixtures as mf
 model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
 load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+heads_only = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), heads_only=True)
+heads_only.set_weights(model.get_weights())
 worst = 0.0
 for name, batch in mf.reference_arrays().items():
     out = model(mf.model_inputs(batch))
     for key in ("embedding_output", "sequence_output", "pooled_output",
                 "masked_lm_log_probs", "next_sentence_log_probs"):
+        worst = max(worst, float(np.abs(np.asarray(out[key]) - batch[key]).max()))
+    out = heads_only(mf.model_inputs(batch))
+    for key in ("masked_lm_log_probs", "next_sentence_log_probs"):
         worst = max(worst, float(np.abs(np.asarray(out[key]) - batch[key]).max()))
 print("WORST", worst)
 """

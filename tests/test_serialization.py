@@ -188,3 +188,15 @@ def test_a_flag_for_a_missing_sublayer_is_a_clear_error():
     config = dict(built("Encoder").get_config(), sublayers_trainable={"layer_1/attention/selff": False})
     with pytest.raises(ValueError, match="attention has no sub-layer 'selff'"):
         Encoder.from_config(config)
+
+
+def test_heads_only_pretrainer_round_trips():
+    model = BertPretrainer(CONFIG, heads_only=True)
+    restored = BertPretrainer.from_config(model.get_config())
+    assert restored.heads_only is True
+    restored.set_weights(model.get_weights())
+    inputs = model_inputs(True)
+    want, got = model(inputs), restored(inputs)
+    assert sorted(got) == sorted(want) and "sequence_output" not in got
+    for key in want:
+        np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(want[key]))

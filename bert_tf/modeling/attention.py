@@ -46,26 +46,33 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         for projection in (self.query, self.key, self.value):
             projection.build((None, self.hidden_size))
 
-    def _heads(self, x, batch, seq):
+    def _heads(self, x, batch):
         """[batch, seq, H] or [batch * seq, H] -> [batch, seq, heads, head_size]."""
-        return ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+        return ops.reshape(x, (batch, -1, self.num_heads, self.head_size))
 
-    def call(self, hidden_states, input_mask, training=False):
+    def call(self, hidden_states, input_mask, training=False, from_states=None):
         """Args:
-          hidden_states: float [batch, seq, H], or [batch * seq, H] (the encoder's layout).
+          hidden_states: float [batch, seq, H], or [batch * seq, H] (the encoder's layout): the
+            states attended to (the original's `to_tensor`), and by default those attending.
           input_mask: [batch, seq], 1 for real tokens and 0 for padding. Every position attends
             to the real tokens only (`mask[b, from, to] = input_mask[b, to]`).
           training: Whether attention-probability dropout is on.
+          from_states: None, or float [batch, R, H] / [batch * R, H]: the states of the R
+            positions per sequence that attend (the original's `from_tensor`); the queries are
+            computed for these rows only.
 
         Returns:
-          float, the concatenated context of all heads, in the shape of `hidden_states`.
+          float, the concatenated context of all heads, in the shape of `from_states` (by
+          default `hidden_states`).
         """
-        batch, seq = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        if from_states is None:
+            from_states = hidden_states
+        batch = ops.shape(input_mask)[0]
         # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
         # before Q K^T / sqrt(head_size) does.
-        query = self._heads(self.query(hidden_states), batch, seq) * (1.0 / math.sqrt(self.head_size))
-        key = self._heads(self.key(hidden_states), batch, seq)
-        value = self._heads(self.value(hidden_states), batch, seq)
+        query = self._heads(self.query(from_states), batch) * (1.0 / math.sqrt(self.head_size))
+        key = self._heads(self.key(hidden_states), batch)
+        value = self._heads(self.value(hidden_states), batch)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
         if training and self.dropout.rate > 0:
             context = self.attention_with_dropout(query, key, value, adder, training)
@@ -73,19 +80,19 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             # The backend's fused attention (flash attention where it has one); the softmax is
             # computed in float32.
             context = ops.dot_product_attention(query, key, value, bias=adder, scale=1.0)
-        return ops.reshape(context, ops.shape(hidden_states))
+        return ops.reshape(context, ops.shape(from_states))
 
     def attention_with_dropout(self, query, key, value, adder, training):
         """`softmax(Q K^T + adder)` with dropout on the probabilities, then `P V`, step by step.
 
         Args:
-          query: [batch, seq, heads, head_size], already scaled by `1 / sqrt(head_size)`.
+          query: [batch, from_seq, heads, head_size], already scaled by `1 / sqrt(head_size)`.
           key, value: [batch, seq, heads, head_size].
           adder: float32 [batch, 1, 1, seq], 0 for real tokens and -10000 for padding.
           training: Whether the dropout is applied.
 
         Returns:
-          [batch, seq, heads, head_size].
+          [batch, from_seq, heads, head_size].
         """
         query, key, value = (ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value))
         scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
@@ -112,14 +119,18 @@ class Attention(BertConfigured, keras.layers.Layer):
         self.self_attention.build()
         self.output_block.build()
 
-    def call(self, hidden_states, input_mask, training=False):
+    def call(self, hidden_states, input_mask, training=False, from_states=None):
         """Args:
-          hidden_states: float [batch, seq, H], the layer input.
+          hidden_states: float [batch, seq, H] (or [batch * seq, H]), the layer input.
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
+          from_states: None, or the rows of `hidden_states` the output is computed for (see
+            `SelfAttention`); they are also the residual.
 
         Returns:
-          float [batch, seq, H].
+          float, in the shape of `from_states` (by default `hidden_states`).
         """
-        context = self.self_attention(hidden_states, input_mask, training=training)
-        return self.output_block(context, hidden_states, training=training)
+        if from_states is None:
+            from_states = hidden_states
+        context = self.self_attention(hidden_states, input_mask, training=training, from_states=from_states)
+        return self.output_block(context, from_states, training=training)

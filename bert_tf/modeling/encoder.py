@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.gather import gather_indexes
 from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.modeling.transformer_layer import TransformerLayer
 
@@ -31,11 +32,15 @@ class Encoder(BertConfigured, keras.layers.Layer):
         for layer in self.transformer_layers:
             layer.build()
 
-    def call(self, hidden_states, input_mask, training=False):
+    def call(self, hidden_states, input_mask, training=False, last_layer_positions=None):
         """Args:
           hidden_states: float [batch, seq, H], the embedding output.
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
+          last_layer_positions: None, or int [batch, R]: the last layer's output is computed at
+            these positions of each sequence only, and is [batch, R, H] (the values are those
+            of the whole layer at these positions). A loss that reads a few positions (the
+            pretraining heads: [CLS] and the masked tokens) then skips most of the last layer.
 
         Returns:
           A list of L float [batch, seq, H] tensors, the output of each layer.
@@ -43,7 +48,13 @@ class Encoder(BertConfigured, keras.layers.Layer):
         shape = ops.shape(hidden_states)
         hidden_states = ops.reshape(hidden_states, (-1, shape[-1]))
         all_layer_outputs = []
-        for layer in self.transformer_layers:
+        last = len(self.transformer_layers) - 1
+        for index, layer in enumerate(self.transformer_layers):
+            if index == last and last_layer_positions is not None:
+                rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
+                output = layer(hidden_states, input_mask, training=training, from_states=rows)
+                all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
+                break
             hidden_states = layer(hidden_states, input_mask, training=training)
             all_layer_outputs.append(ops.reshape(hidden_states, shape))
         return all_layer_outputs

@@ -59,14 +59,24 @@ class BertPretrainer(BertConfigured, keras.Model):
     `cls/seq_relationship`).
 
     Inputs: `BertModel`'s, plus int [batch, P] `masked_lm_positions`.
-    Outputs: `BertModel`'s, plus float32 `masked_lm_logits` and `masked_lm_log_probs`
-    [batch * P, V] (the original's flattened order), `next_sentence_logits` and
-    `next_sentence_log_probs` [batch, 2]. Losses take the logits (`sparse_softmax_cross_entropy`);
+    Outputs: `BertModel`'s (not with `heads_only`), plus float32 `masked_lm_logits` and
+    `masked_lm_log_probs` [batch * P, V] (the original's flattened order), `next_sentence_logits`
+    and `next_sentence_log_probs` [batch, 2]. Losses take the logits (`sparse_softmax_cross_entropy`);
     inside a `tf.function` the log-probabilities cost nothing when unused.
     """
 
-    def __init__(self, config, name="bert_pretrainer", **kwargs):
+    def __init__(self, config, heads_only=False, name="bert_pretrainer", **kwargs):
+        """Args:
+        config: A `BertConfig` (or its dict).
+        heads_only: Output the heads' four tensors only. The last encoder layer is then
+          computed at [CLS] and the masked positions alone (every position still serves as its
+          keys and values), which is all the heads read: the same values, and a BERT-base
+          training step at seq 128 with 20 predictions does about 6% less work. The
+          pretraining task trains this way.
+        name: Top-level scope (no variable path includes it).
+        """
         super().__init__(config, name=name, **kwargs)
+        self.heads_only = heads_only
         self.bert = BertModel(self.config, dtype=self.dtype_policy)
         self.cls = PretrainingHeads(self.config, dtype=self.dtype_policy)
         # Built here, outside this model's own scope, so the paths start with `cls/` as the
@@ -74,13 +84,26 @@ class BertPretrainer(BertConfigured, keras.Model):
         self.cls.build()
         self.built = True
 
+    def get_config(self):
+        config = super().get_config()
+        config["heads_only"] = self.heads_only
+        return config
+
     def call(self, inputs, training=False):
-        outputs = self.bert(inputs, training=training)
+        masked_lm_positions = inputs["masked_lm_positions"]
+        if self.heads_only:
+            outputs = {}
+            sequence_output = self._rows_read_by_heads(inputs, training)
+            pooled_output = self.bert.pooler(sequence_output)
+            # Rows 1..P of sequence_output are the masked positions, in their order.
+            predictions = ops.shape(masked_lm_positions)[1]
+            rows = ops.arange(1, predictions + 1, dtype=masked_lm_positions.dtype)
+            masked_lm_positions = ops.broadcast_to(rows[None, :], ops.shape(masked_lm_positions))
+        else:
+            outputs = self.bert(inputs, training=training)
+            sequence_output, pooled_output = outputs["sequence_output"], outputs["pooled_output"]
         masked_lm_logits, next_sentence_logits = self.cls(
-            outputs["sequence_output"],
-            outputs["pooled_output"],
-            inputs["masked_lm_positions"],
-            self.bert.embeddings.word_embeddings,
+            sequence_output, pooled_output, masked_lm_positions, self.bert.embeddings.word_embeddings
         )
         return dict(
             outputs,
@@ -89,3 +112,14 @@ class BertPretrainer(BertConfigured, keras.Model):
             next_sentence_logits=next_sentence_logits,
             next_sentence_log_probs=ops.log_softmax(next_sentence_logits, axis=-1),
         )
+
+    def _rows_read_by_heads(self, inputs, training):
+        """The last layer's output at [CLS] and the masked positions: float [batch, 1 + P, H]."""
+        masked_lm_positions = inputs["masked_lm_positions"]
+        positions = ops.concatenate([ops.zeros_like(masked_lm_positions[:, :1]), masked_lm_positions], axis=1)
+        bert = self.bert
+        embedding_output = bert.embeddings(inputs["input_ids"], inputs["segment_ids"], training=training)
+        layers = bert.encoder(
+            embedding_output, inputs["input_mask"], training=training, last_layer_positions=positions
+        )
+        return layers[-1]

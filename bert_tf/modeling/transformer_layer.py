@@ -34,16 +34,20 @@ class TransformerLayer(BertConfigured, keras.layers.Layer):
         self.intermediate.build()
         self.output_block.build()
 
-    def call(self, hidden_states, input_mask, training=False):
+    def call(self, hidden_states, input_mask, training=False, from_states=None):
         """Args:
-          hidden_states: float [batch, seq, H].
+          hidden_states: float [batch, seq, H] (or [batch * seq, H]).
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
+          from_states: None, or float [batch * R, H], the rows of `hidden_states` to compute the
+            output at (all positions still serve as keys and values).
 
         Returns:
-          float [batch, seq, H].
+          float, in the shape of `from_states` (by default `hidden_states`).
         """
-        attention_output = self.attention(hidden_states, input_mask, training=training)
+        attention_output = self.attention(
+            hidden_states, input_mask, training=training, from_states=from_states
+        )
         intermediate_output = self.intermediate(attention_output)
         return self.output_block(intermediate_output, attention_output, training=training)
 

@@ -26,7 +26,8 @@ METRIC_NAMES = ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "n
 
 
 class PretrainingTask:
-    """The masked-LM and next-sentence task on a `BertPretrainer`.
+    """The masked-LM and next-sentence task on a `BertPretrainer` (with `heads_only`: the model
+    computes what the losses read).
 
     Args:
       config: A `BertConfig`.
@@ -39,7 +40,7 @@ class PretrainingTask:
 
     def __init__(self, config, dtype=None):
         self.config = config
-        self.model = BertPretrainer(config, dtype=dtype)
+        self.model = BertPretrainer(config, heads_only=True, dtype=dtype)
 
     @staticmethod
     def loss_denominators(batch):
