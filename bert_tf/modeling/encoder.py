@@ -48,13 +48,14 @@ class Encoder(BertConfigured, keras.layers.Layer):
         shape = ops.shape(hidden_states)
         hidden_states = ops.reshape(hidden_states, (-1, shape[-1]))
         all_layer_outputs = []
-        last = len(self.transformer_layers) - 1
-        for index, layer in enumerate(self.transformer_layers):
-            if index == last and last_layer_positions is not None:
-                rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
-                output = layer(hidden_states, input_mask, training=training, from_states=rows)
-                all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
-                break
+        *layers, last_layer = self.transformer_layers
+        for layer in layers:
             hidden_states = layer(hidden_states, input_mask, training=training)
             all_layer_outputs.append(ops.reshape(hidden_states, shape))
+        if last_layer_positions is None:
+            output = last_layer(hidden_states, input_mask, training=training)
+        else:
+            rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
+            output = last_layer(hidden_states, input_mask, training=training, from_states=rows)
+        all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
         return all_layer_outputs
