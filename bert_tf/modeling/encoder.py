@@ -54,8 +54,9 @@ class Encoder(BertConfigured, keras.layers.Layer):
             all_layer_outputs.append(ops.reshape(hidden_states, shape))
         if last_layer_positions is None:
             output = last_layer(hidden_states, input_mask, training=training)
+            all_layer_outputs.append(ops.reshape(output, shape))
         else:
             rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
             output = last_layer(hidden_states, input_mask, training=training, from_states=rows)
-        all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
+            all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
         return all_layer_outputs
