@@ -20,11 +20,15 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Two pytest workers, one test file each at a time (--dist loadfile keeps a file's module
+# fixtures in one process): the suite alone keeps about one core busy (BUILD_NOTES, Dependencies).
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+
 test: install lint
-	$(PY) -m pytest -q tests -m "not slow"
+	$(PYTEST) tests -m "not slow"
 
 test-all: install
-	$(PY) -m pytest -q tests
+	$(PYTEST) tests
 
 $(VENV)/.demo-installed: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,beam,demo]'

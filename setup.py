@@ -31,6 +31,7 @@ setup(
         "beam": ["apache-beam[tfrecord]==2.77.0", "google-crc32c==1.9.0"],
         "test": [
             "pytest==9.0.3",
+            "pytest-xdist==3.8.0",
             "hypothesis==6.155.2",
             "jax[cpu]==0.10.2",
             "ruff==0.17.6",
