@@ -30,13 +30,18 @@ from common import PREDICTIONS, SEQ, VOCAB, run_in_fresh_process, synthetic_batc
 
 CONFIGS = {
     "tiny": dict(layers=2, hidden=128, heads=2, intermediate=512, batch=32, steps=40),
-    "base": dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=8, steps=4),
+    "base": dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=8, steps=8),
 }
 SYSTEMS = ("bert_tf", "bert_tf_xla", "keras_hub")
 LABELS = {"bert_tf": "bert_tf", "bert_tf_xla": "bert_tf + XLA", "keras_hub": "keras-hub fit"}
 
 
-def run_bert_tf(shape, jit_compile):
+def bert_tf_step(shape, jit_compile):
+    """The tool's training step at `shape`, traced (and compiled) on two steps.
+
+    Returns:
+      (step, iterator): the `TrainStep` and an iterator over the synthetic batch, repeated.
+    """
     import tensorflow as tf
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,11 +62,22 @@ def run_bert_tf(shape, jit_compile):
     optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10000, num_warmup_steps=100)
     step = TrainStep(task, optimizer, tf.distribute.get_strategy(), jit_compile=jit_compile)
     iterator = iter(tf.data.Dataset.from_tensors(synthetic_batch(shape["batch"])).repeat())
-    step.train(iterator, tf.constant(2))  # trace (and compile) outside the timing
-    optimizer.iterations.numpy()
+    run_steps(step, iterator, 2)
+    return step, iterator
+
+
+def run_steps(step, iterator, count):
+    """Runs `count` steps in one call (as --iterations_per_loop) and waits for them."""
+    import tensorflow as tf
+
+    step.train(iterator, tf.constant(count))
+    step.optimizer.iterations.numpy()
+
+
+def run_bert_tf(shape, jit_compile):
+    step, iterator = bert_tf_step(shape, jit_compile)
     start = time.perf_counter()
-    step.train(iterator, tf.constant(shape["steps"]))
-    optimizer.iterations.numpy()  # wait for the steps
+    run_steps(step, iterator, shape["steps"])
     return shape["steps"] * shape["batch"] / (time.perf_counter() - start), {}
 
 

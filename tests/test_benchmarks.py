@@ -1,4 +1,5 @@
-"""The GPU benchmark runs where no GPU is: on CPU JAX at a tiny size (the benchmark's smoke run)."""
+"""The benchmarks run where their machine is not: the GPU benchmark on CPU JAX at a tiny size, the
+step profile on BERT-tiny (smoke runs, no timing asserted)."""
 
 import os
 import re
@@ -20,3 +21,24 @@ def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size():
     assert result.returncode == 0, result.stderr[-3000:]
     rates = re.findall(r"^  bert_tf\s+([\d,.]+) seq/s", result.stdout, re.MULTILINE)
     assert len(rates) == 2 and all(float(r.replace(",", "")) > 0 for r in rates), result.stdout
+
+
+def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from step_profile import encoder_matmul_flops
+    from trainer_bench import CONFIGS
+
+    # BERT-base's forward at seq 128 is 22.35 GFLOP per sequence (the performance issue's count).
+    one_sequence = dict(CONFIGS["base"], batch=1)
+    assert abs(encoder_matmul_flops(one_sequence, 128) / 1e9 - 22.35) < 0.005
+
+    result = subprocess.run(
+        [sys.executable, "benchmarks/step_profile.py", "--config=tiny", "--steps=1", "--top=5"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(r"matmul ops [\d.]+ ms: \d+ GFLOP/s", result.stdout), result.stdout
+    assert re.search(r"^  \w*MatMul\w*\s+[\d.]+ ms$", result.stdout, re.MULTILINE), result.stdout
