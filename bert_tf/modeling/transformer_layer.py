@@ -48,7 +48,7 @@ class TransformerLayer(BertConfigured, keras.layers.Layer):
         attention_output = self.attention(
             hidden_states, input_mask, training=training, from_states=from_states
         )
-        intermediate_output = self.intermediate(attention_output)
+        intermediate_output = self.intermediate(attention_output, training=training)
         return self.output_block(intermediate_output, attention_output, training=training)
 
 
@@ -60,12 +60,20 @@ class Intermediate(BertConfigured, keras.layers.Layer):
         super().__init__(config, name=name, **kwargs)
         config = self.config
         self.hidden_size = config.hidden_size
-        self.dense = dense(
-            config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act)
-        )
+        self.dense = dense(config.intermediate_size, config, self.dtype_policy)
+        self.activation = get_activation(config.hidden_act)
+        self.training_activation = get_activation(config.hidden_act, training=True)
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
 
-    def call(self, x):
-        return self.dense(x)
+    def call(self, x, training=False):
+        """Args:
+          x: float [..., H].
+          training: Whether this pass is differentiated (`get_activation`'s training form).
+
+        Returns:
+          float [..., I].
+        """
+        activation = self.training_activation if training else self.activation
+        return activation(self.dense(x))
