@@ -268,7 +268,9 @@ def test_activation_matches_the_float64_reference(name):
 
 # float32's derivative: near x = 5, 1 - sigmoid(2u) is below float32's resolution at 1 (2e-6
 # off); automatic differentiation through the backend's tanh form is 4.1e-6 off on these points.
-@pytest.mark.parametrize("dtype, tolerance, slope_tolerance", [("float64", 1e-8, 1e-8), ("float32", 1e-6, 2.5e-6)])
+@pytest.mark.parametrize(
+    "dtype, tolerance, slope_tolerance", [("float64", 1e-8, 1e-8), ("float32", 1e-6, 2.5e-6)]
+)
 def test_gelu_training_form_has_the_values_and_derivative_of_the_tanh_form(dtype, tolerance, slope_tolerance):
     x = np.concatenate([np.linspace(-12.0, 12.0, 4801), [-1e4, -300.0, -40.0, 40.0, 300.0, 1e4]])
     # The derivative by central differences of the float64 reference, not from the formula the
