@@ -154,7 +154,12 @@ def main():
         if "keras_hub" in medians:
             print(f"  keras-hub compile() defaults: jit_compile={notes.get('jit_compile')}")
             for system in ("bert_tf", "bert_tf_xla"):
-                print(f"  {LABELS[system]} / keras-hub: {medians[system] / medians['keras_hub']:.2f}x")
+                # Each round's pair ran back to back, under the same load from the machine's
+                # neighbours: the per-round ratios show how much the medians' ratio owes to it.
+                pairs = zip(rates[system], rates["keras_hub"], strict=True)
+                paired = ", ".join(f"{ours / theirs:.2f}" for ours, theirs in pairs)
+                ratio = medians[system] / medians["keras_hub"]
+                print(f"  {LABELS[system]} / keras-hub: {ratio:.2f}x  (per round: {paired})")
             print("  (bert_tf trains the next-sentence head too; keras-hub's BertMaskedLM has none)")
         else:
             print("  keras-hub is not installed: no peer figure (pip install keras-hub, or make bench)")
