@@ -1,6 +1,7 @@
 """BERT pretraining step and forward pass on one GPU, on Keras' JAX backend, beside its peers.
 
     KERAS_BACKEND=jax python benchmarks/gpu_bench.py [--steps=30] [--warmup=5]
+    KERAS_BACKEND=jax python benchmarks/gpu_bench.py --no_peers --breakdown --profile_dir=/tmp/p
     KERAS_BACKEND=jax JAX_PLATFORMS=cpu python benchmarks/gpu_bench.py --tiny   # a smoke run
 
 For a machine with JAX, PyTorch and transformers but no TensorFlow: bert_tf's model, losses and
@@ -15,9 +16,14 @@ positions, bfloat16 (weights float32), `--steps` timed steps after `--warmup`:
   global norm 1.0 and the original's `AdamWeightDecay`, in one `jax.jit` step
   (`stateless_call` / `stateless_apply`); dropout 0.1 as BERT trains.
 - bert_tf forward: `BertModel` under `jax.jit`.
-- peers, when importable: keras-hub `BertMaskedLM` on JAX (`fit`, MLM head only); Hugging Face
-  `BertForPreTraining` eager (SDPA) and under `torch.compile` (torch AdamW, bf16 autocast), and
-  `BertModel` for the forward pass.
+- peers, when importable: keras-hub `BertMaskedLM` on JAX (MLM head only, its default
+  `compile()`, trained by Keras' own `fit`: keras-hub's `fit` feeds arrays through grain or
+  tf.data, which such a machine lacks); Hugging Face `BertForPreTraining` eager (SDPA) and under
+  `torch.compile` (torch AdamW, bf16 autocast), and `BertModel` for the forward pass.
+- `--breakdown`: the step's forward, backward and optimizer timed apart, the step with attention
+  dropout 0 (the fused attention path), and single layers forward and backward alone.
+- `--profile_dir`: a JAX profiler trace of bert_tf's step and forward, its device ops summed by
+  kind (cuBLAS and Triton matmuls, transposes, reductions, other fusions) and the longest ops.
 
 Prints seq/s, model TFLOP/s (2 per multiply-add of every matmul, attention and the 20-position
 vocabulary projection included; training counts 3x the forward), the fraction of `--peak_tflops`
@@ -32,6 +38,7 @@ import time
 from common import PREDICTIONS, SEQ, VOCAB, hf_bert_config, synthetic_batch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # bert_tf from the working tree: the GPU machine has it installed nowhere
 BASE = dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=256)
 TINY = dict(layers=2, hidden=64, heads=2, intermediate=128, batch=4)
 
@@ -47,7 +54,6 @@ def model_flops(shape, training):
 
 
 def bert_config(shape):
-    sys.path.insert(0, REPO)
     from bert_tf import BertConfig
 
     return BertConfig(
@@ -60,8 +66,12 @@ def bert_config(shape):
     )
 
 
-def timed(step, state, steps, warmup, block):
-    """Runs `state = step(state)` warmup + steps times; returns seconds per timed step."""
+def timed(step, state, steps, warmup, block, profile=None):
+    """Runs `state = step(state)` warmup + steps times; returns seconds per timed step.
+
+    With `profile` (a folder), then traces `steps` more steps there with the JAX profiler and
+    prints where the device's time went (`print_kernel_profile`).
+    """
     for _ in range(warmup):
         state = step(state)
     block(state)
@@ -69,17 +79,95 @@ def timed(step, state, steps, warmup, block):
     for _ in range(steps):
         state = step(state)
     block(state)
-    return (time.perf_counter() - start) / steps
+    seconds = (time.perf_counter() - start) / steps
+    if profile:
+        import jax
+
+        with jax.profiler.trace(profile):
+            for _ in range(steps):
+                state = step(state)
+            block(state)
+        print_kernel_profile(profile, steps)
+    return seconds
 
 
-def bert_tf_train(shape, steps, warmup):
+# What a device op is, from its name (an XLA fusion's, or inside a CUDA graph the kernel's) and
+# the profiler's stats (the HLO op and the JAX op path, where the op is not in a CUDA graph).
+# First match wins.
+OP_KINDS = (
+    ("dropout's random bits (threefry)", ("threefry", "random_bits", "bernoulli")),
+    ("matmul: cuBLAS", ("nvjet", "cublas", "cutlass", "xmma", "gemm_kernel")),
+    ("matmul: XLA's Triton GEMM fusions", ("gemm_fusion", "triton_gemm")),
+    ("attention: cuDNN", ("cudnn", "flash")),
+    ("layout transposes", ("transpose",)),
+    ("reduction fusions (LayerNorm, softmax, norms)", ("reduce",)),
+    ("other fusions (elementwise: GELU, dropout masks, casts)", ("fusion", "convert", "compare", "select")),
+)
+
+
+def print_kernel_profile(folder, steps, top=25):
+    """Sums the device ops of the newest trace in `folder` by kind and by op; prints ms per step.
+
+    Also writes `ops.json` there: every op with its total time, count and the profiler's stats.
+    Under XLA's CUDA graphs (its default) an op is named by its kernel only; run with
+    `XLA_FLAGS=--xla_gpu_enable_command_buffer=` to see the HLO op and the JAX op path.
+    """
+    import glob
+    import json
+
+    from jax.profiler import ProfileData
+
+    path = max(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True), key=os.path.getmtime)
+    totals = {}
+    for plane in ProfileData.from_file(path).planes:
+        if not plane.name.startswith(("/device:GPU", "/device:TPU")):
+            continue
+        lines = [line for line in plane.lines if line.name == "XLA Ops"]
+        lines = lines or [line for line in plane.lines if line.name.startswith("Stream")]
+        for line in lines:
+            for event in line.events:
+                entry = totals.setdefault(event.name, {"ns": 0.0, "count": 0})
+                entry["stats"] = {key: str(value)[:400] for key, value in event.stats}
+                entry["ns"] += event.duration_ns
+                entry["count"] += 1
+    if not totals:
+        print(f"  no device ops in the trace (a CPU run); it is in {folder}")
+        return
+    with open(os.path.join(folder, "ops.json"), "w") as f:
+        json.dump(dict(sorted(totals.items(), key=lambda kv: -kv[1]["ns"])), f, indent=1)
+    step_ns = sum(e["ns"] for e in totals.values()) / steps
+    kinds = {}
+    for name, entry in totals.items():
+        text = " ".join([name, *entry["stats"].values()]).lower()
+        kind = next((k for k, words in OP_KINDS if any(w in text for w in words)), "other")
+        kinds[kind] = kinds.get(kind, 0.0) + entry["ns"] / steps
+    print(f"  device ops: {step_ns / 1e6:.2f} ms per step, by kind:")
+    for kind, ns in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        print(f"    {kind:<56} {ns / 1e6:8.2f} ms  {ns / step_ns:6.1%}")
+    print(f"  the {top} longest ops (ms per step, times per step):")
+    for name, entry in sorted(totals.items(), key=lambda kv: -kv[1]["ns"])[:top]:
+        print(f"    {name[:60]:<60} {entry['ns'] / steps / 1e6:8.3f} ms  x{entry['count'] // steps}")
+
+
+def bert_tf_train(shape, steps, warmup, part="step", attention_dropout=0.1, profile=None):
+    """Sequences per second of the pretraining step, or of one part of it.
+
+    Args:
+      part: "step" (forward, backward, clipping and the optimizer), "gradients" (forward and
+        backward only) or "forward" (the training forward and the losses).
+      attention_dropout: The config's attention-probability dropout; 0 lets the self-attention
+        use the backend's fused attention while training.
+      profile: None, or a folder for a device trace of the step (see `timed`).
+    """
     import jax
     from keras import ops
 
     from bert_tf.training.optimization import AdamWeightDecay, WarmupPolynomialDecay, clip_by_global_norm
     from bert_tf.training.pretraining import PretrainingTask
 
-    task = PretrainingTask(bert_config(shape), dtype="mixed_bfloat16")
+    config = bert_config(shape)
+    config.attention_probs_dropout_prob = attention_dropout
+    task = PretrainingTask(config, dtype="mixed_bfloat16")
     model = task.model
     optimizer = AdamWeightDecay(learning_rate=WarmupPolynomialDecay(1e-4, 10000, 100))
     optimizer.build(model.trainable_variables)
@@ -97,24 +185,152 @@ def bert_tf_train(shape, steps, warmup):
     @jax.jit
     def train_step(state):
         trainable, non_trainable, optimizer_variables, _ = state
+        if part == "forward":
+            loss, non_trainable = loss_fn(trainable, non_trainable, batch)
+            return trainable, non_trainable, optimizer_variables, ops.cast(loss, "float32")
         (loss, non_trainable), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             trainable, non_trainable, batch
         )
+        if part == "gradients":
+            return grads, non_trainable, optimizer_variables, ops.cast(loss, "float32")
         grads, _ = clip_by_global_norm(grads, 1.0)
         trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, grads, trainable)
         return trainable, non_trainable, optimizer_variables, ops.cast(loss, "float32")
+
+    def step(state):
+        if part == "gradients":  # the next step starts from the same weights, not the gradients
+            return (state[0], *train_step(state)[1:])
+        return train_step(state)
 
     state = (
         [v.value for v in model.trainable_variables],
         [v.value for v in model.non_trainable_variables],
         [v.value for v in optimizer.variables],
-        0.0,
+        jax.numpy.zeros((), "float32"),
     )
-    seconds = timed(train_step, state, steps, warmup, lambda s: jax.block_until_ready(s[3]))
+    seconds = timed(step, state, steps, warmup, lambda s: jax.block_until_ready(s[3]), profile)
     return shape["batch"] / seconds
 
 
-def bert_tf_forward(shape, steps, warmup):
+def layer_seconds(layer, float_inputs, steps, warmup, **call_kwargs):
+    """Seconds per forward and backward of one layer (gradients for its weights and for
+    `float_inputs`), alone in a `jax.jit`; the backward starts from a gradient of ones."""
+    import jax
+    from keras import ops
+
+    def loss(trainable, non_trainable, inputs):
+        outputs, non_trainable = layer.stateless_call(trainable, non_trainable, *inputs, **call_kwargs)
+        return ops.sum(ops.cast(outputs, "float32")), non_trainable
+
+    @jax.jit
+    def forward_backward(trainable, non_trainable, inputs):
+        (_, non_trainable), gradients = jax.value_and_grad(loss, argnums=(0, 2), has_aux=True)(
+            trainable, non_trainable, inputs
+        )
+        return non_trainable, gradients  # returned, or XLA drops the backward
+
+    trainable = [v.value for v in layer.trainable_variables]
+    state = ([v.value for v in layer.non_trainable_variables], None)
+    return timed(
+        lambda state: forward_backward(trainable, state[0], float_inputs),
+        state,
+        steps,
+        warmup,
+        lambda state: jax.block_until_ready(state[1]),
+    )
+
+
+def breakdown(shape, steps, warmup):
+    """Where the training step's time goes: parts of the step timed alone.
+
+    The whole step, its gradients only and its forward only (the differences are the backward and
+    the clipping with the optimizer), the step with attention dropout 0 (the fused attention),
+    and single layers forward and backward alone, times their count in the model.
+
+    Returns:
+      [(what, milliseconds per step)], the whole step first.
+    """
+    import jax
+    import keras
+    import numpy as np
+    from keras import ops
+
+    from bert_tf.modeling.attention import SelfAttention
+    from bert_tf.modeling.heads import MaskedLMHead
+    from bert_tf.modeling.layer_norm import LayerNorm
+    from bert_tf.modeling.losses import sparse_softmax_cross_entropy
+    from bert_tf.modeling.transformer_layer import TransformerLayer
+
+    def milliseconds(rate):
+        return 1000 * shape["batch"] / rate
+
+    config = bert_config(shape)
+    step = milliseconds(bert_tf_train(shape, steps, warmup))
+    gradients = milliseconds(bert_tf_train(shape, steps, warmup, part="gradients"))
+    forward = milliseconds(bert_tf_train(shape, steps, warmup, part="forward"))
+    fused = milliseconds(bert_tf_train(shape, steps, warmup, attention_dropout=0.0))
+    rows = [
+        ("whole step", step),
+        ("  forward and losses", forward),
+        ("  backward", gradients - forward),
+        ("  clipping and AdamWeightDecay", step - gradients),
+        ("whole step, attention dropout 0 (fused attention)", fused),
+    ]
+
+    batch, layers, hidden = shape["batch"], shape["layers"], shape["hidden"]
+    data = synthetic_batch(batch)
+    rng = np.random.default_rng(0)
+    tokens = jax.numpy.asarray(rng.normal(size=(batch * SEQ, hidden)), "bfloat16")
+    mask = jax.numpy.asarray(data["input_mask"])
+    policy = "mixed_bfloat16"
+
+    transformer_layer = TransformerLayer(config, name="layer_0", dtype=policy)
+    transformer_layer.build()
+    per_layer = layer_seconds(transformer_layer, [tokens], steps, warmup, input_mask=mask, training=True)
+    rows.append((f"transformer layer x {layers}", 1000 * layers * per_layer))
+    attention = SelfAttention(config, dtype=policy)
+    attention.build()
+    per_layer = layer_seconds(attention, [tokens], steps, warmup, input_mask=mask, training=True)
+    rows.append(
+        (f"  self-attention (Q, K, V, softmax(QK^T) V, dropout) x {layers}", 1000 * layers * per_layer)
+    )
+    layer_norm = LayerNorm(hidden, dtype=policy)
+    layer_norm.build()
+    count = 2 * layers + 1
+    rows.append(
+        (
+            f"  LayerNorm x {count} (two a layer, embeddings)",
+            1000 * count * layer_seconds(layer_norm, [tokens], steps, warmup),
+        )
+    )
+
+    class MaskedLM(keras.layers.Layer):
+        """The masked-LM head and its loss: gather, transform, tied vocabulary projection."""
+
+        def __init__(self):
+            super().__init__(dtype=policy)
+            self.head = MaskedLMHead(config, dtype=policy)
+            self.head.build()
+            self.built = True
+
+        def call(self, sequence_output, word_embeddings):
+            logits = self.head(sequence_output, positions, word_embeddings)
+            return sparse_softmax_cross_entropy(logits, ops.reshape(labels, (-1,)))
+
+    positions = jax.numpy.asarray(data["masked_lm_positions"])
+    labels = jax.numpy.asarray(data["masked_lm_ids"])
+    sequence_output = ops.reshape(tokens, (batch, SEQ, hidden))
+    table = jax.numpy.asarray(rng.normal(size=(VOCAB, hidden)) * 0.02, "float32")
+    rows.append(
+        (
+            f"masked-LM head and loss ({PREDICTIONS} positions, [{VOCAB}, {hidden}] projection)",
+            1000 * layer_seconds(MaskedLM(), [sequence_output, table], steps, warmup),
+        )
+    )
+    return rows
+
+
+def bert_tf_forward(shape, steps, warmup, profile=None):
     import jax
 
     from bert_tf.modeling import BertModel
@@ -135,7 +351,7 @@ def bert_tf_forward(shape, steps, warmup):
     def step(state):
         return state[0], forward(state[0])
 
-    seconds = timed(step, (variables, None), steps, warmup, lambda s: jax.block_until_ready(s[1]))
+    seconds = timed(step, (variables, None), steps, warmup, lambda s: jax.block_until_ready(s[1]), profile)
     return shape["batch"] / seconds
 
 
@@ -154,7 +370,8 @@ def keras_hub_train(shape, steps, warmup):
         num_segments=2,
     )
     model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
-    model.compile()
+    model.compile()  # its defaults: Adam, sparse cross-entropy from logits, jit on JAX
+    keras.mixed_precision.set_global_policy("float32")
     batch = synthetic_batch(shape["batch"])
     x = {
         "token_ids": batch["input_ids"],
@@ -163,11 +380,38 @@ def keras_hub_train(shape, steps, warmup):
         "mask_positions": batch["masked_lm_positions"],
     }
     y, weights = batch["masked_lm_ids"], batch["masked_lm_weights"]
-    model.fit(x, y, sample_weight=weights, batch_size=shape["batch"], epochs=warmup, verbose=0)
-    start = time.perf_counter()
-    model.fit(x, y, sample_weight=weights, batch_size=shape["batch"], epochs=steps, verbose=0)
-    keras.mixed_precision.set_global_policy("float32")
-    return shape["batch"] * steps / (time.perf_counter() - start)
+
+    class StepTimer(keras.callbacks.Callback):
+        """From the first step's start to the last step's end (its loss read back, which waits
+        for the device; the steps between are dispatched without a wait)."""
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 0:
+                self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == steps - 1:
+                float(logs["loss"])
+                self.seconds = time.perf_counter() - self.start
+
+    def fit(repeats, callbacks=()):
+        # Keras' own fit: keras-hub's PipelineModel.fit feeds arrays through grain or tf.data,
+        # and the GPU machine has neither; with preprocessor=None it does nothing else.
+        keras.Model.fit(
+            model,
+            {k: v.repeat(repeats, 0) for k, v in x.items()},
+            y.repeat(repeats, 0),
+            sample_weight=weights.repeat(repeats, 0),
+            batch_size=shape["batch"],
+            shuffle=False,
+            verbose=0,
+            callbacks=list(callbacks),
+        )
+
+    fit(warmup)
+    timer = StepTimer()
+    fit(steps, [timer])
+    return shape["batch"] * steps / timer.seconds
 
 
 def hf_train(shape, steps, warmup, compiled):
@@ -233,7 +477,22 @@ def main():
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model at batch 4 (CPU smoke run)")
     parser.add_argument("--peak_tflops", type=float, default=790.0, help="the GPU's bf16 matmul rate")
     parser.add_argument("--no_peers", action="store_true", help="bert_tf only")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also time the parts of bert_tf's training step"
+    )
+    parser.add_argument(
+        "--profile_dir",
+        help="trace bert_tf's step and forward there (XLA's CUDA graphs off) and print the ops by kind",
+    )
     args = parser.parse_args()
+    if args.profile_dir:
+        # Outside XLA's CUDA graphs the trace names each op's HLO op and JAX op path (the timed
+        # figures of such a run are taken without the graphs too).
+        os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer="
+
+    def profile(name):
+        return args.profile_dir and os.path.join(args.profile_dir, name)
+
     import keras
 
     if keras.backend.backend() != "jax":
@@ -244,7 +503,7 @@ def main():
     print(f"device: {jax.devices()[0]}; {shape}, seq {SEQ}, {PREDICTIONS} masked positions, bf16")
     runs = {
         "train": [
-            ("bert_tf", lambda: bert_tf_train(shape, args.steps, args.warmup)),
+            ("bert_tf", lambda: bert_tf_train(shape, args.steps, args.warmup, profile=profile("train"))),
             (
                 "keras-hub BertMaskedLM fit (MLM only)",
                 lambda: keras_hub_train(shape, args.steps, args.warmup),
@@ -253,7 +512,7 @@ def main():
             ("HF + torch.compile", lambda: hf_train(shape, args.steps, args.warmup, compiled=True)),
         ],
         "forward": [
-            ("bert_tf", lambda: bert_tf_forward(shape, args.steps, args.warmup)),
+            ("bert_tf", lambda: bert_tf_forward(shape, args.steps, args.warmup, profile=profile("forward"))),
             ("HF eager (SDPA)", lambda: hf_forward(shape, args.steps, args.warmup, compiled=False)),
             ("HF + torch.compile", lambda: hf_forward(shape, args.steps, args.warmup, compiled=True)),
         ],
@@ -275,8 +534,15 @@ def main():
                 f"  {name:<40} {rates[name]:10,.1f} seq/s  {tflops:8.2f} TFLOP/s  "
                 f"{tflops / args.peak_tflops:6.1%} of {args.peak_tflops:.0f}"
             )
-        if "HF + torch.compile" in rates:
+        if "HF + torch.compile" in rates and "bert_tf" in rates:
             print(f"  bert_tf / HF + torch.compile: {rates['bert_tf'] / rates['HF + torch.compile']:.2f}x")
+
+    if args.breakdown:
+        rows = breakdown(shape, args.steps, args.warmup)
+        step = rows[0][1]
+        print("\nbert_tf training step, by part (each timed alone, ms per step):")
+        for what, ms in rows:
+            print(f"  {what:<72} {ms:9.2f} ms  {ms / step:6.1%}")
 
 
 if __name__ == "__main__":

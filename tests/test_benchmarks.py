@@ -9,9 +9,17 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size():
+def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size(tmp_path):
     result = subprocess.run(
-        [sys.executable, "benchmarks/gpu_bench.py", "--tiny", "--steps=2", "--warmup=1", "--no_peers"],
+        [
+            sys.executable,
+            "benchmarks/gpu_bench.py",
+            "--tiny",
+            "--steps=2",
+            "--warmup=1",
+            "--no_peers",
+            f"--profile_dir={tmp_path}",
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -21,6 +29,9 @@ def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size():
     assert result.returncode == 0, result.stderr[-3000:]
     rates = re.findall(r"^  bert_tf\s+([\d,.]+) seq/s", result.stdout, re.MULTILINE)
     assert len(rates) == 2 and all(float(r.replace(",", "")) > 0 for r in rates), result.stdout
+    # A CPU trace has no device ops to sum; it is written all the same.
+    assert result.stdout.count("no device ops in the trace") == 2, result.stdout
+    assert list(tmp_path.glob("train/**/*.xplane.pb")) and list(tmp_path.glob("forward/**/*.xplane.pb"))
 
 
 def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
