@@ -1,11 +1,12 @@
-"""What the BERT benchmarks share: the pretraining batch shape, a synthetic batch, and running one
-measurement in a fresh process. NumPy only (imported when used), so the GPU benchmark can use it
-on a machine without TensorFlow."""
+"""What the BERT benchmarks share: the pretraining batch shape, a synthetic batch, running one
+measurement in a fresh process, and the peers' models. Nothing beyond the standard library is
+imported until used, so the GPU benchmark can use it on a machine without TensorFlow."""
 
 import json
 import os
 import subprocess
 import sys
+import time
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
 
@@ -62,3 +63,58 @@ def hf_bert_config(layers, hidden, heads, intermediate):
         intermediate_size=intermediate,
         attn_implementation="sdpa",
     )
+
+
+def keras_hub_masked_lm(shape, batch):
+    """keras-hub's `BertMaskedLM` of that shape (dropout 0.1, no preprocessor), compiled with
+    keras-hub's defaults, under the global dtype policy; and its inputs from `synthetic_batch`.
+
+    Returns:
+      (model, x, labels, sample weights).
+    """
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=shape["layers"],
+        num_heads=shape["heads"],
+        hidden_dim=shape["hidden"],
+        intermediate_dim=shape["intermediate"],
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+    )
+    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model.compile()
+    x = {
+        "token_ids": batch["input_ids"],
+        "padding_mask": batch["input_mask"],
+        "segment_ids": batch["segment_ids"],
+        "mask_positions": batch["masked_lm_positions"],
+    }
+    return model, x, batch["masked_lm_ids"], batch["masked_lm_weights"]
+
+
+def fit_step_timer(steps):
+    """A Keras callback that times a `fit` of `steps` steps from the first step's start to the
+    last step's end; the seconds are in its `seconds`.
+
+    What `fit` does around its steps is left out, as the bert_tf figures leave out making their
+    iterators: once per `fit` call, which is once per epoch in a real run. On the 2-core machine
+    it was sometimes seconds: after the last step, a TensorFlow `fit` returned only at the next
+    power-of-two multiple of 10 ms since it started (20.48 s, 40.96 s). The last step's loss is
+    read, which waits for it where steps run asynchronously (JAX on a GPU).
+    """
+    import keras
+
+    class StepTimer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 0:
+                self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == steps - 1:
+                float(logs["loss"])
+                self.seconds = time.perf_counter() - self.start
+
+    return StepTimer()

@@ -35,7 +35,15 @@ import os
 import sys
 import time
 
-from common import PREDICTIONS, SEQ, VOCAB, hf_bert_config, synthetic_batch
+from common import (
+    PREDICTIONS,
+    SEQ,
+    VOCAB,
+    fit_step_timer,
+    hf_bert_config,
+    keras_hub_masked_lm,
+    synthetic_batch,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # bert_tf from the working tree: the GPU machine has it installed nowhere
@@ -357,50 +365,18 @@ def bert_tf_forward(shape, steps, warmup, profile=None):
 
 def keras_hub_train(shape, steps, warmup):
     import keras
-    import keras_hub
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=shape["layers"],
-        num_heads=shape["heads"],
-        hidden_dim=shape["hidden"],
-        intermediate_dim=shape["intermediate"],
-        max_sequence_length=512,
-        num_segments=2,
-    )
-    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
-    model.compile()  # its defaults: Adam, sparse cross-entropy from logits, jit on JAX
+    model, x, labels, weights = keras_hub_masked_lm(shape, synthetic_batch(shape["batch"]))
     keras.mixed_precision.set_global_policy("float32")
-    batch = synthetic_batch(shape["batch"])
-    x = {
-        "token_ids": batch["input_ids"],
-        "padding_mask": batch["input_mask"],
-        "segment_ids": batch["segment_ids"],
-        "mask_positions": batch["masked_lm_positions"],
-    }
-    y, weights = batch["masked_lm_ids"], batch["masked_lm_weights"]
-
-    class StepTimer(keras.callbacks.Callback):
-        """From the first step's start to the last step's end (its loss read back, which waits
-        for the device; the steps between are dispatched without a wait)."""
-
-        def on_train_batch_begin(self, batch, logs=None):
-            if batch == 0:
-                self.start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            if batch == steps - 1:
-                float(logs["loss"])
-                self.seconds = time.perf_counter() - self.start
 
     def fit(repeats, callbacks=()):
-        # Keras' own fit: keras-hub's PipelineModel.fit feeds arrays through grain or tf.data,
-        # and the GPU machine has neither; with preprocessor=None it does nothing else.
+        # Keras' own fit: keras-hub's feeds arrays through grain or tf.data, which the GPU
+        # machine lacks; with preprocessor=None it does nothing else.
         keras.Model.fit(
             model,
             {k: v.repeat(repeats, 0) for k, v in x.items()},
-            y.repeat(repeats, 0),
+            labels.repeat(repeats, 0),
             sample_weight=weights.repeat(repeats, 0),
             batch_size=shape["batch"],
             shuffle=False,
@@ -409,7 +385,7 @@ def keras_hub_train(shape, steps, warmup):
         )
 
     fit(warmup)
-    timer = StepTimer()
+    timer = fit_step_timer(steps)
     fit(steps, [timer])
     return shape["batch"] * steps / timer.seconds
 

@@ -27,7 +27,15 @@ import statistics
 import sys
 import time
 
-from common import PREDICTIONS, SEQ, VOCAB, run_in_fresh_process, synthetic_batch
+from common import (
+    PREDICTIONS,
+    SEQ,
+    VOCAB,
+    fit_step_timer,
+    keras_hub_masked_lm,
+    run_in_fresh_process,
+    synthetic_batch,
+)
 
 CONFIGS = {
     "tiny": dict(layers=2, hidden=128, heads=2, intermediate=512, batch=32, steps=40),
@@ -83,50 +91,12 @@ def run_bert_tf(shape, jit_compile):
 
 
 def run_keras_hub(shape):
-    import keras
-    import keras_hub
     import tensorflow as tf
 
-    class StepTimer(keras.callbacks.Callback):
-        """The wall time from the first step's start to the last step's end, in `seconds`.
-
-        What `fit` does around its steps is left out, as the bert_tf figure leaves out making
-        its iterator: once per `fit` call, which is once per epoch in a real run. On this
-        machine it was sometimes seconds: after the last step, `fit` returned only at the
-        next power-of-two multiple of 10 ms since it started (20.48 s, 40.96 s). A callback
-        with `on_train_batch_end` makes Keras call it synchronously, with the step's logs
-        read; a step call blocks until it is done either way.
-        """
-
-        def on_train_batch_begin(self, batch, logs=None):
-            if batch == 0:
-                self.start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            self.seconds = time.perf_counter() - self.start
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=shape["layers"],
-        num_heads=shape["heads"],
-        hidden_dim=shape["hidden"],
-        intermediate_dim=shape["intermediate"],
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-    )
-    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
-    model.compile()  # keras-hub's defaults
-    batch = synthetic_batch(shape["batch"])
-    x = {
-        "token_ids": batch["input_ids"],
-        "padding_mask": batch["input_mask"],
-        "segment_ids": batch["segment_ids"],
-        "mask_positions": batch["masked_lm_positions"],
-    }
-    data = tf.data.Dataset.from_tensors((x, batch["masked_lm_ids"], batch["masked_lm_weights"])).repeat()
+    model, x, labels, weights = keras_hub_masked_lm(shape, synthetic_batch(shape["batch"]))
+    data = tf.data.Dataset.from_tensors((x, labels, weights)).repeat()
     model.fit(data, steps_per_epoch=2, epochs=1, verbose=0)  # trace outside the timing
-    timer = StepTimer()
+    timer = fit_step_timer(shape["steps"])
     start = time.perf_counter()
     model.fit(data, steps_per_epoch=shape["steps"], epochs=1, verbose=0, callbacks=[timer])
     outside_steps = time.perf_counter() - start - timer.seconds
