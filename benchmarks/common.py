@@ -9,6 +9,24 @@ import sys
 import time
 
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bert_config(shape):
+    """bert_tf's `BertConfig` (from this working tree) of a shape {layers, hidden, heads,
+    intermediate}, with BERT's vocabulary and two segment types."""
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from bert_tf import BertConfig
+
+    return BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=shape["hidden"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        intermediate_size=shape["intermediate"],
+        type_vocab_size=2,
+    )
 
 
 def synthetic_batch(batch, seed=0):

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from common import SEQ, VOCAB, hf_bert_config, run_in_fresh_process
+from common import SEQ, VOCAB, bert_config, hf_bert_config, run_in_fresh_process
 
 BATCH = 8
 LAYERS, HIDDEN, HEADS, INTERMEDIATE = 12, 768, 12, 3072
@@ -140,17 +140,9 @@ def forward_bert_tf(dtype, jit_compile):
     import numpy as np
     import tensorflow as tf
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from bert_tf import BertConfig, BertModel
+    config = bert_config(dict(layers=LAYERS, hidden=HIDDEN, heads=HEADS, intermediate=INTERMEDIATE))
+    from bert_tf import BertModel
 
-    config = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        intermediate_size=INTERMEDIATE,
-        type_vocab_size=2,
-    )
     keras.utils.set_random_seed(0)
     model = BertModel(config, dtype=dtype)
     inputs = {k: tf.constant(v) for k, v in synthetic_inputs().items()}

@@ -37,15 +37,16 @@ import time
 
 from common import (
     PREDICTIONS,
+    REPO,
     SEQ,
     VOCAB,
+    bert_config,
     fit_step_timer,
     hf_bert_config,
     keras_hub_masked_lm,
     synthetic_batch,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # bert_tf from the working tree: the GPU machine has it installed nowhere
 BASE = dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=256)
 TINY = dict(layers=2, hidden=64, heads=2, intermediate=128, batch=4)
@@ -59,19 +60,6 @@ def model_flops(shape, training):
     if training:
         forward += PREDICTIONS * 2 * (h * h + h * VOCAB) + 2 * 2 * h
     return forward * (3 if training else 1)
-
-
-def bert_config(shape):
-    from bert_tf import BertConfig
-
-    return BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        type_vocab_size=2,
-    )
 
 
 def timed(step, state, steps, warmup, block, profile=None):

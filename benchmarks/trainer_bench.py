@@ -30,7 +30,7 @@ import time
 from common import (
     PREDICTIONS,
     SEQ,
-    VOCAB,
+    bert_config,
     fit_step_timer,
     keras_hub_masked_lm,
     run_in_fresh_process,
@@ -54,19 +54,11 @@ def bert_tf_step(shape, jit_compile):
     import tensorflow as tf
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from bert_tf import BertConfig
     from bert_tf.training.optimization import create_optimizer
     from bert_tf.training.pretraining import PretrainingTask
     from bert_tf.training.step import TrainStep
 
-    config = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        type_vocab_size=2,
-    )
+    config = bert_config(shape)
     task = PretrainingTask(config)
     optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10000, num_warmup_steps=100)
     step = TrainStep(task, optimizer, tf.distribute.get_strategy(), jit_compile=jit_compile)
