@@ -400,6 +400,33 @@ def test_mixed_precision_casts_the_word_table_at_most_once(model_class, casts):
     assert len(table_casts) == casts
 
 
+@pytest.mark.parametrize("rows", [None, 3])
+def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
+    """cuDNN's fused attention (JAX on a GPU) takes a bias of [batch or 1, heads or 1, from_seq,
+    seq] only; the [batch, 1, 1, seq] mask would send JAX to its unfused attention."""
+    from bert_tf.modeling.attention import SelfAttention
+
+    config = BertConfig(
+        vocab_size=10, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=16
+    )
+    layer = SelfAttention(config)
+    layer.build()
+    fused = keras.ops.dot_product_attention
+    biases = []
+
+    def recording(query, key, value, bias=None, **kwargs):
+        biases.append(tuple(keras.ops.shape(bias)))
+        return fused(query, key, value, bias=bias, **kwargs)
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
+    rng = np.random.RandomState(0)
+    states = keras.ops.convert_to_tensor(rng.normal(size=(2, 5, 32)), "float32")
+    from_states = None if rows is None else states[:, :rows]
+    mask = keras.ops.convert_to_tensor(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), "int32")
+    layer(states, mask, from_states=from_states)
+    assert biases == [(2, 1, rows or 5, 5)]
+
+
 @pytest.mark.parametrize("dtype, rtol, atol", [("float32", 0, 1e-6), ("mixed_float16", 5e-3, 2e-3)])
 def test_attention_paths_agree(dtype, rtol, atol):
     """Attention with dropout is computed step by step; without, by the backend's fused

@@ -78,8 +78,12 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             context = self.attention_with_dropout(query, key, value, adder, training)
         else:
             # The backend's fused attention (flash attention where it has one); the softmax is
-            # computed in float32.
-            context = ops.dot_product_attention(query, key, value, bias=adder, scale=1.0)
+            # computed in float32. cuDNN's fused attention (JAX on a GPU) takes a bias only of
+            # [batch or 1, heads or 1, from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to
+            # its unfused attention.
+            from_length, length = ops.shape(query)[1], ops.shape(key)[1]
+            bias = ops.broadcast_to(adder, (batch, 1, from_length, length))
+            context = ops.dot_product_attention(query, key, value, bias=bias, scale=1.0)
         return ops.reshape(context, ops.shape(from_states))
 
     def attention_with_dropout(self, query, key, value, adder, training):
