@@ -92,13 +92,28 @@ def timed(step, state, steps, warmup, block, profile=None):
 # First match wins.
 OP_KINDS = (
     ("dropout's random bits (threefry)", ("threefry", "random_bits", "bernoulli")),
-    ("matmul: cuBLAS", ("nvjet", "cublas", "cutlass", "xmma", "gemm_kernel")),
+    ("attention: cuDNN", ("cudnn", "fmha", "flash")),
     ("matmul: XLA's Triton GEMM fusions", ("gemm_fusion", "triton_gemm")),
-    ("attention: cuDNN", ("cudnn", "flash")),
+    ("matmul: cuBLAS", ("gemm", "nvjet", "cublas", "cutlass", "xmma")),
     ("layout transposes", ("transpose",)),
     ("reduction fusions (LayerNorm, softmax, norms)", ("reduce",)),
     ("other fusions (elementwise: GELU, dropout masks, casts)", ("fusion", "convert", "compare", "select")),
 )
+
+
+def op_kind(name, stats):
+    """The kind (of `OP_KINDS`, else "other") of a device op, from its name and profiler stats."""
+    text = " ".join([name, *stats.values()]).lower()
+    return next((kind for kind, words in OP_KINDS if any(w in text for w in words)), "other")
+
+
+def ns_by_kind(totals, steps):
+    """[(kind, nanoseconds per step)], longest first, of `{op name: {"ns", "stats"}}` over `steps`."""
+    kinds = {}
+    for name, entry in totals.items():
+        kind = op_kind(name, entry["stats"])
+        kinds[kind] = kinds.get(kind, 0.0) + entry["ns"] / steps
+    return sorted(kinds.items(), key=lambda kv: -kv[1])
 
 
 def print_kernel_profile(folder, steps, top=25):
@@ -132,13 +147,8 @@ def print_kernel_profile(folder, steps, top=25):
     with open(os.path.join(folder, "ops.json"), "w") as f:
         json.dump(dict(sorted(totals.items(), key=lambda kv: -kv[1]["ns"])), f, indent=1)
     step_ns = sum(e["ns"] for e in totals.values()) / steps
-    kinds = {}
-    for name, entry in totals.items():
-        text = " ".join([name, *entry["stats"].values()]).lower()
-        kind = next((k for k, words in OP_KINDS if any(w in text for w in words)), "other")
-        kinds[kind] = kinds.get(kind, 0.0) + entry["ns"] / steps
     print(f"  device ops: {step_ns / 1e6:.2f} ms per step, by kind:")
-    for kind, ns in sorted(kinds.items(), key=lambda kv: -kv[1]):
+    for kind, ns in ns_by_kind(totals, steps):
         print(f"    {kind:<56} {ns / 1e6:8.2f} ms  {ns / step_ns:6.1%}")
     print(f"  the {top} longest ops (ms per step, times per step):")
     for name, entry in sorted(totals.items(), key=lambda kv: -kv[1]["ns"])[:top]:

@@ -34,6 +34,32 @@ def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size(tmp_path):
     assert list(tmp_path.glob("train/**/*.xplane.pb")) and list(tmp_path.glob("forward/**/*.xplane.pb"))
 
 
+def test_gpu_profile_kinds_of_ops_seen_in_an_h100_trace():
+    """Op names as an H100 trace of the step named them (kernels inside XLA's CUDA graphs),
+    and as XLA names them outside the graphs."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from gpu_bench import ns_by_kind, op_kind
+
+    graph = {"hlo_op": "command_buffer_1", "tf_op": "XlaModule:"}
+    assert op_kind("nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_splitK_NTN", graph) == "matmul: cuBLAS"
+    assert op_kind("gemm_fusion_dot_general_402", graph) == "matmul: XLA's Triton GEMM fusions"
+    assert op_kind("loop_transpose_fusion_47", graph) == "layout transposes"
+    assert op_kind("input_multiply_reduce_fusion_1", graph).startswith("reduction fusions")
+    assert op_kind("loop_add_compare_fusion_20", graph).startswith("other fusions")
+    assert op_kind("Memset 0", graph) == "other"
+    assert op_kind("cublas-gemm.3", {"tf_op": "jit(train_step)/dot_general"}) == "matmul: cuBLAS"
+    assert op_kind("custom-call.7", {"hlo_op": "__cudnn$fmhaScaleBiasSoftmax"}) == "attention: cuDNN"
+    dropout = {"tf_op": "jit(train_step)/dropout/random_bits/threefry2x32"}
+    assert op_kind("loop_fusion.12", dropout) == "dropout's random bits (threefry)"
+
+    totals = {
+        "nvjet_a": {"ns": 60.0, "stats": graph},
+        "nvjet_b": {"ns": 30.0, "stats": graph},
+        "loop_transpose_fusion": {"ns": 30.0, "stats": graph},
+    }
+    assert ns_by_kind(totals, steps=3) == [("matmul: cuBLAS", 30.0), ("layout transposes", 10.0)]
+
+
 def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
     from step_profile import encoder_matmul_flops
