@@ -271,13 +271,18 @@ def test_activation_matches_the_float64_reference(name):
 @pytest.mark.parametrize(
     "dtype, tolerance, slope_tolerance", [("float64", 1e-8, 1e-8), ("float32", 1e-6, 2.5e-6)]
 )
-def test_gelu_training_form_has_the_values_and_derivative_of_the_tanh_form(dtype, tolerance, slope_tolerance):
+@pytest.mark.parametrize("compiled", [False, True], ids=["keras_ops", "xla"])
+def test_gelu_training_form_has_the_values_and_derivative_of_the_tanh_form(
+    dtype, tolerance, slope_tolerance, compiled
+):
     x = np.concatenate([np.linspace(-12.0, 12.0, 4801), [-1e4, -300.0, -40.0, 40.0, 300.0, 1e4]])
     # The derivative by central differences of the float64 reference, not from the formula the
     # training form's gradient writes out.
     step = 1e-6 * np.maximum(1.0, np.abs(x))
     want_slope = (ref.gelu_tanh(x + step) - ref.gelu_tanh(x - step)) / (2 * step)
-    training_form = get_activation("gelu", training=True)
+    # Compiled as the trainer compiles it (XLA's own element-wise kernels).
+    compile_fn = (lambda f: tf.function(f, jit_compile=True)) if compiled else None
+    training_form = get_activation("gelu", training=True, compile_fn=compile_fn)
     assert training_form is not get_activation("gelu")
     assert get_activation("relu", training=True) is get_activation("relu")
     x_tensor = tf.constant(x, dtype)

@@ -9,6 +9,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf.modeling.activations import get_activation
+from bert_tf.modeling.transformer_layer import Intermediate
 from bert_tf.training import checkpointing
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.pretraining import PretrainingTask
@@ -52,6 +54,21 @@ def test_xla_step_reaches_the_originals_checkpoint(fixtures_dir):
     task, _, losses = _three_steps(jit_compile=True)
     assert _max_weight_difference(task.model) <= 1e-6
     assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
+
+
+@pytest.mark.parametrize("compile_elementwise", [True, False])
+def test_step_reaches_the_originals_checkpoint_with_and_without_xla_elementwise_ops(
+    fixtures_dir, compile_elementwise
+):
+    """By default the step runs GELU's training form (and the update) XLA-compiled; either way
+    it takes the original's three steps."""
+    task, _, losses = _three_steps(compile_elementwise=compile_elementwise)
+    assert _max_weight_difference(task.model) <= 1e-6
+    assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
+    intermediates = [layer for layer in task.model._flatten_layers() if isinstance(layer, Intermediate)]
+    plain = get_activation(task.config.hidden_act, training=True)
+    assert len(intermediates) == task.config.num_hidden_layers
+    assert all((layer.training_activation is not plain) == compile_elementwise for layer in intermediates)
 
 
 @pytest.mark.parametrize("dtype", ["mixed_bfloat16", "mixed_float16"])

@@ -67,6 +67,17 @@ class Intermediate(BertConfigured, keras.layers.Layer):
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
 
+    def compile_activation(self, compile_fn):
+        """Has the activation's training form run its computations as `compile_fn` compiles
+        them (the TensorFlow trainer: with XLA, one pass over memory each way).
+
+        Args:
+          compile_fn: Maps a function of tensors to a compiled one.
+        """
+        self.training_activation = get_activation(
+            self.config.hidden_act, training=True, compile_fn=compile_fn
+        )
+
     def call(self, x, training=False):
         """Args:
           x: float [..., H].

@@ -168,11 +168,14 @@ class TrainStep:
       clip_norm: The global-norm bound (1.0 in the original).
       loss_scale: A `DynamicLossScale` (mixed_float16) or None.
       jit_compile: Compile the forward and backward pass with XLA.
-      compile_update: Compile the optimizer's update rule with XLA (where the optimizer has
-        `compile_rule`, and the strategy is not a TPU's, which compiles the whole step): its
-        element-wise ops, the clipping factor included, become one loop per variable, reading
-        the parameter, gradient and moments once (BERT-base's update with clipping on a CPU:
-        about 0.9 -> 0.25 s).
+      compile_elementwise: Compile the step's element-wise computations with XLA (unless the
+        strategy is a TPU's, which compiles the whole step): the optimizer's update rule (where
+        the optimizer has `compile_rule`), whose ops, the clipping factor included, become one
+        loop per variable, reading the parameter, gradient and moments once (BERT-base's update
+        with clipping on a CPU: about 0.9 -> 0.25 s); and the activations' training forms
+        (`Intermediate.compile_activation`), GELU forward and backward one pass each (a BERT-base
+        intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall time and
+        ~20 ms less CPU time, about 0.1 s wall a step).
     """
 
     def __init__(
@@ -186,7 +189,7 @@ class TrainStep:
         clip_norm=1.0,
         loss_scale=None,
         jit_compile=False,
-        compile_update=True,
+        compile_elementwise=True,
     ):
         if reduction not in REDUCTIONS:
             raise ValueError(
@@ -206,8 +209,13 @@ class TrainStep:
             self.metrics = SumMetrics(("loss", "grad_norm", *task.metric_names))
             # The step at which a loss or gradient was not finite (-1: none yet).
             self.nonfinite_step = tf.Variable(-1, dtype=tf.int64, name="nonfinite_step", **_FIRST_REPLICA)
-        if compile_update and hasattr(optimizer, "compile_rule") and not _is_tpu(strategy):
-            optimizer.compile_rule(_xla_compiled)
+        if compile_elementwise and not _is_tpu(strategy):
+            if hasattr(optimizer, "compile_rule"):
+                optimizer.compile_rule(_xla_compiled)
+            # Keras' own walk over nested layers (it has no public recursive one).
+            for layer in task.model._flatten_layers():
+                if hasattr(layer, "compile_activation"):
+                    layer.compile_activation(_xla_compiled)
         self._gradients = tf.function(self._gradients_of_batch, jit_compile=jit_compile)
         self.train = tf.function(self._train)
 
