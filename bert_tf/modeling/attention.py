@@ -114,7 +114,8 @@ class Attention(BertConfigured, keras.layers.Layer):
         config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "attention".
         """
-        super().__init__(config, name=name, **kwargs)
+        # Not autocast: the residual stream passes through in its own dtype (see LayerNorm).
+        super().__init__(config, name=name, autocast=False, **kwargs)
         config = self.config
         self.self_attention = SelfAttention(config, dtype=self.dtype_policy)
         self.output_block = DenseOutput(config, config.hidden_size, dtype=self.dtype_policy)
@@ -134,7 +135,6 @@ class Attention(BertConfigured, keras.layers.Layer):
         Returns:
           float, in the shape of `from_states` (by default `hidden_states`).
         """
-        if from_states is None:
-            from_states = hidden_states
         context = self.self_attention(hidden_states, input_mask, training=training, from_states=from_states)
-        return self.output_block(context, from_states, training=training)
+        residual = hidden_states if from_states is None else from_states
+        return self.output_block(context, residual, training=training)

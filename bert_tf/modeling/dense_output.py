@@ -21,7 +21,8 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         input_size: Width of the dense layer's input.
         name: Variable scope; the original's is "output".
         """
-        super().__init__(config, name=name, **kwargs)
+        # Not autocast: the residual reaches the LayerNorm in its own dtype (see LayerNorm).
+        super().__init__(config, name=name, autocast=False, **kwargs)
         config = self.config
         self.input_size = input_size
         self.dense = dense(config.hidden_size, config, self.dtype_policy)
@@ -40,10 +41,11 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
     def call(self, x, residual, training=False):
         """Args:
           x: float [..., input_size], the sub-layer's output.
-          residual: float [..., hidden], the sub-layer's input.
+          residual: float [..., hidden], the sub-layer's input (float32 under mixed precision:
+            the LayerNorm's output, or the embeddings').
           training: Whether dropout is on.
 
         Returns:
-          float [..., hidden].
+          float [..., hidden], in the variable dtype (LayerNorm's).
         """
-        return self.layer_norm(self.dropout(self.dense(x), training=training) + residual)
+        return self.layer_norm(self.dropout(self.dense(x), training=training), residual, training=training)

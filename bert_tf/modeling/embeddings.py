@@ -27,7 +27,10 @@ class Embeddings(BertConfigured, keras.layers.Layer):
         super().__init__(config, name=name, **kwargs)
         config = self.config
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
+        # On the LayerNorm's output, in its dtype (see LayerNorm).
+        self.dropout = keras.layers.Dropout(
+            config.hidden_dropout_prob, dtype=self.dtype_policy, autocast=False
+        )
 
     def build(self, input_shape=None):
         config = self.config

@@ -22,7 +22,8 @@ class Encoder(BertConfigured, keras.layers.Layer):
         config: A `BertConfig` (or its dict).
         name: Variable scope; the original's is "encoder".
         """
-        super().__init__(config, name=name, **kwargs)
+        # Not autocast: the residual stream passes through in its own dtype (see LayerNorm).
+        super().__init__(config, name=name, autocast=False, **kwargs)
         self.transformer_layers = [
             TransformerLayer(self.config, name=f"layer_{i}", dtype=self.dtype_policy)
             for i in range(self.config.num_hidden_layers)

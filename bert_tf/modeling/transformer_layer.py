@@ -22,7 +22,8 @@ class TransformerLayer(BertConfigured, keras.layers.Layer):
         config: A `BertConfig` (or its dict).
         name: Variable scope, `layer_{i}` in the original.
         """
-        super().__init__(config, name=name, **kwargs)
+        # Not autocast: the residual stream passes through in its own dtype (see LayerNorm).
+        super().__init__(config, name=name, autocast=False, **kwargs)
         config = self.config
         self.hidden_size = config.hidden_size
         self.attention = Attention(config, dtype=self.dtype_policy)
@@ -67,7 +68,7 @@ class Intermediate(BertConfigured, keras.layers.Layer):
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
 
-    def compile_activation(self, compile_fn):
+    def compile_training_form(self, compile_fn):
         """Has the activation's training form run its computations as `compile_fn` compiles
         them (the TensorFlow trainer: with XLA, one pass over memory each way).
 

@@ -172,10 +172,11 @@ class TrainStep:
         strategy is a TPU's, which compiles the whole step): the optimizer's update rule (where
         the optimizer has `compile_rule`), whose ops, the clipping factor included, become one
         loop per variable, reading the parameter, gradient and moments once (BERT-base's update
-        with clipping on a CPU: about 0.9 -> 0.25 s); and the activations' training forms
-        (`Intermediate.compile_activation`), GELU forward and backward one pass each (a BERT-base
-        intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall time and
-        ~20 ms less CPU time, about 0.1 s wall a step).
+        with clipping on a CPU: about 0.9 -> 0.25 s); and the layers' training forms (every
+        layer with `compile_training_form`): GELU's forward and backward one pass each (a
+        BERT-base intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall
+        time and ~20 ms less CPU time, about 0.1 s wall a step), and LayerNorm's, the residual
+        sum included, a loop or two each way.
     """
 
     def __init__(
@@ -214,8 +215,8 @@ class TrainStep:
                 optimizer.compile_rule(_xla_compiled)
             # Keras' own walk over nested layers (it has no public recursive one).
             for layer in task.model._flatten_layers():
-                if hasattr(layer, "compile_activation"):
-                    layer.compile_activation(_xla_compiled)
+                if hasattr(layer, "compile_training_form"):
+                    layer.compile_training_form(_xla_compiled)
         self._gradients = tf.function(self._gradients_of_batch, jit_compile=jit_compile)
         self.train = tf.function(self._train)
 
