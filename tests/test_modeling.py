@@ -1,9 +1,11 @@
 """The Keras model against the original: variable layout, outputs on the google_tiny fixture."""
 
+import glob
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import keras
 import numpy as np
@@ -24,6 +26,7 @@ from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import SelfAttention
 from bert_tf.modeling.layer_norm import LayerNorm
 from bert_tf.modeling.losses import sparse_softmax_cross_entropy
+from bert_tf.modeling.transformer_layer import Intermediate
 from tests import model_fixtures as mf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -328,6 +331,49 @@ def test_activation_matches_the_float64_reference(name):
 
 # float32's derivative: near x = 5, 1 - sigmoid(2u) is below float32's resolution at 1 (2e-6
 # off); automatic differentiation through the backend's tanh form is 4.1e-6 off on these points.
+def _op_types_run(function):
+    """The TensorFlow op types one call of `function` runs (after grappler's rewrites), from a
+    profiler trace."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    function()
+    with tempfile.TemporaryDirectory() as logdir:
+        tf.profiler.experimental.start(logdir)
+        function()
+        tf.profiler.experimental.stop()
+        (path,) = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
+        space = xplane_pb2.XSpace()
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+    plane = next(p for p in space.planes if p.name == "/host:CPU")
+    names = (plane.event_metadata[e.metadata_id].name for line in plane.lines for e in line.events)
+    return {name.rsplit(":", 1)[1] for name in names if ":" in name and "::" not in name}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
+    """oneDNN's rewrite fuses GELU into the matmul only when GELU is applied inside the Dense
+    layer's name scope; applied after the layer it ran as 8 element-wise ops (BERT-base forward
+    on the CPU: 17.0 -> 18.4 seq/s float32, 24.5 -> 28.3 bfloat16 once fused)."""
+    config = mf.tiny_config(hidden_size=32, intermediate_size=128)
+    layer = Intermediate(config, dtype=dtype)
+    layer.build()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 32)).astype("float32")
+    inference = tf.function(lambda x: layer(x))
+    op_types = _op_types_run(lambda: inference(x).numpy())
+    assert "_MklNativeFusedMatMul" in op_types, f"oneDNN's fused matmul did not run: {sorted(op_types)}"
+    assert "Tanh" not in op_types, f"GELU ran outside the matmul: {sorted(op_types)}"
+    kernel, bias = (np.asarray(w, np.float64) for w in (layer.dense.kernel, layer.dense.bias))
+    if dtype == "float32":  # the fused kernel computes the reference's function
+        want = ref.gelu_tanh(x.astype(np.float64) @ kernel + bias)
+        np.testing.assert_allclose(np.asarray(inference(x), np.float64), want, rtol=0, atol=1e-5)
+    # The training pass (matmul, bias, GELU's training form) computes the same function.
+    got = np.asarray(tf.cast(inference(x), "float32"))
+    tolerance = 1e-5 if dtype == "float32" else 3e-2  # bfloat16: 8 bits of mantissa
+    np.testing.assert_allclose(np.asarray(tf.cast(layer(x, training=True), "float32")), got, atol=tolerance)
+
+
 @pytest.mark.parametrize(
     "dtype, tolerance, slope_tolerance", [("float64", 1e-8, 1e-8), ("float32", 1e-6, 2.5e-6)]
 )

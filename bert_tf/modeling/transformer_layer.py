@@ -1,6 +1,7 @@
 """One `encoder/layer_{i}`: attention, then the feed-forward block, both post-LN."""
 
 import keras
+from keras import ops
 
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import Attention
@@ -61,8 +62,11 @@ class Intermediate(BertConfigured, keras.layers.Layer):
         super().__init__(config, name=name, **kwargs)
         config = self.config
         self.hidden_size = config.hidden_size
-        self.dense = dense(config.intermediate_size, config, self.dtype_policy)
-        self.activation = get_activation(config.hidden_act)
+        # The activation inside the Dense layer: TensorFlow's oneDNN rewrite fuses GELU into the
+        # matmul before it only when both are in one name scope, the layer's.
+        self.dense = dense(
+            config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act)
+        )
         self.training_activation = get_activation(config.hidden_act, training=True)
 
     def build(self, input_shape=None):
@@ -82,10 +86,12 @@ class Intermediate(BertConfigured, keras.layers.Layer):
     def call(self, x, training=False):
         """Args:
           x: float [..., H].
-          training: Whether this pass is differentiated (`get_activation`'s training form).
+          training: Whether this pass is differentiated: the dense layer's matmul and bias, then
+            the activation's training form (`get_activation`).
 
         Returns:
           float [..., I].
         """
-        activation = self.training_activation if training else self.activation
-        return activation(self.dense(x))
+        if not training:
+            return self.dense(x)
+        return self.training_activation(ops.add(ops.matmul(x, self.dense.kernel), self.dense.bias))
