@@ -1,6 +1,5 @@
 """The Keras model against the original: variable layout, outputs on the google_tiny fixture."""
 
-import glob
 import json
 import os
 import subprocess
@@ -329,25 +328,19 @@ def test_activation_matches_the_float64_reference(name):
     np.testing.assert_allclose(got32, want, rtol=1e-6, atol=1e-6)
 
 
-# float32's derivative: near x = 5, 1 - sigmoid(2u) is below float32's resolution at 1 (2e-6
-# off); automatic differentiation through the backend's tanh form is 4.1e-6 off on these points.
 def _op_types_run(function):
-    """The TensorFlow op types one call of `function` runs (after grappler's rewrites), from a
-    profiler trace."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    """The TensorFlow op types one call of `function` runs (after grappler's rewrites), read from
+    a profiler trace by the step profiler's reader."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from step_profile import read_trace
 
     function()
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
         function()
         tf.profiler.experimental.stop()
-        (path,) = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
-        space = xplane_pb2.XSpace()
-        with open(path, "rb") as f:
-            space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name == "/host:CPU")
-    names = (plane.event_metadata[e.metadata_id].name for line in plane.lines for e in line.events)
-    return {name.rsplit(":", 1)[1] for name in names if ":" in name and "::" not in name}
+        ops, _ = read_trace(logdir)
+    return {op_type for _, _, op_type in ops}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
@@ -374,6 +367,8 @@ def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
     np.testing.assert_allclose(np.asarray(tf.cast(layer(x, training=True), "float32")), got, atol=tolerance)
 
 
+# float32's derivative: near x = 5, 1 - sigmoid(2u) is below float32's resolution at 1 (2e-6
+# off); automatic differentiation through the backend's tanh form is 4.1e-6 off on these points.
 @pytest.mark.parametrize(
     "dtype, tolerance, slope_tolerance", [("float64", 1e-8, 1e-8), ("float32", 1e-6, 2.5e-6)]
 )

@@ -127,13 +127,12 @@ class LayerNorm(keras.layers.Layer):
           float [..., hidden_size], in the variable dtype.
         """
         summands = (x,) if residual is None else (x, residual)
-        # Read here (a copy), not inside the training form: TensorFlow's custom gradient takes a
-        # variable read inside its function for one it must return a gradient of separately.
-        gamma, beta = ops.copy(self.gamma), ops.copy(self.beta)
         if training:
-            y = self.training_form(gamma, beta, *summands)
+            # Read here (a copy), not inside the training form: TensorFlow's custom gradient takes
+            # a variable read inside its function for one it must return a gradient of separately.
+            y = self.training_form(ops.copy(self.gamma), ops.copy(self.beta), *summands)
         else:
-            y = _layer_norm_forward(gamma, beta, *summands, epsilon=self.epsilon)[0]
+            y = _layer_norm_forward(self.gamma, self.beta, *summands, epsilon=self.epsilon)[0]
         return ops.cast(y, self.variable_dtype)
 
     def get_config(self):
