@@ -19,35 +19,11 @@ import sys
 import tempfile
 import time
 
-from common import PREDICTIONS, SEQ, VOCAB
-from trainer_bench import CONFIGS, bert_tf_step, run_steps
+from common import PREDICTIONS, SEQ
+from trainer_bench import CONFIGS, bert_tf_step, run_steps, step_matmul_flops
 
 XLA_EXECUTABLE = "CpuExecutable::ExecuteAsyncOnStream"
 CONTROL_FLOW = ("StatefulPartitionedCall", "PartitionedCall", "While", "If")
-
-
-def encoder_matmul_flops(shape, last_layer_rows):
-    """Matmul FLOPs of the encoder's forward pass over the batch (2 per multiply-add, attention
-    included), its last layer's queries at `last_layer_rows` rows per sequence (SEQ: all)."""
-    hidden, inner = shape["hidden"], shape["intermediate"]
-    tokens = shape["batch"] * SEQ
-
-    def layer(query_rows):
-        keys_values = 2 * 2 * tokens * hidden * hidden
-        query_output = 2 * 2 * query_rows * hidden * hidden
-        feed_forward = 2 * 2 * query_rows * hidden * inner
-        attention = 2 * 2 * query_rows * SEQ * hidden  # scores and context, over all heads
-        return keys_values + query_output + feed_forward + attention
-
-    return (shape["layers"] - 1) * layer(tokens) + layer(shape["batch"] * last_layer_rows)
-
-
-def step_matmul_flops(shape):
-    """Matmul FLOPs of one training step (backward = twice the forward) of the pretraining task's
-    model, whose last layer runs only at [CLS] and the masked positions, with both heads."""
-    batch, hidden, masked = shape["batch"], shape["hidden"], shape["batch"] * PREDICTIONS
-    heads = 2 * masked * hidden * (hidden + VOCAB) + 2 * batch * hidden * (hidden + 2)
-    return 3 * (encoder_matmul_flops(shape, 1 + PREDICTIONS) + heads)
 
 
 def read_trace(logdir):

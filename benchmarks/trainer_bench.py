@@ -15,6 +15,11 @@ repeated (the input pipeline is left out of both).
   timed from its first step's start to its last step's end (what `fit` does around them is
   printed, not counted). Run only when keras-hub is installed (`make bench` installs the `bench`
   extra); it is not a dependency of bert_tf.
+- `floor`: not a system but a bound, in examples/s: one step's matmul FLOPs at this machine's
+  float32 peak (tf.matmul at 4096^3), plus the optimizer's update and dropout's random draws, each
+  timed alone; everything else the step does counts as free. No step doing this work on
+  TensorFlow's float32 kernels here gets past it, so `floor / keras-hub` is the most bert_tf's
+  ratio to keras-hub can read on this machine.
 
 Every figure is measured in its own process; the systems alternate within each round and the
 median over rounds is reported, with each system's examples/s and the ratios to keras-hub.
@@ -30,6 +35,7 @@ import time
 from common import (
     PREDICTIONS,
     SEQ,
+    VOCAB,
     bert_config,
     fit_step_timer,
     keras_hub_masked_lm,
@@ -41,8 +47,52 @@ CONFIGS = {
     "tiny": dict(layers=2, hidden=128, heads=2, intermediate=512, batch=32, steps=40),
     "base": dict(layers=12, hidden=768, heads=12, intermediate=3072, batch=8, steps=8),
 }
-SYSTEMS = ("bert_tf", "bert_tf_xla", "keras_hub")
-LABELS = {"bert_tf": "bert_tf", "bert_tf_xla": "bert_tf + XLA", "keras_hub": "keras-hub fit"}
+SYSTEMS = ("bert_tf", "bert_tf_xla", "keras_hub", "floor")
+LABELS = {
+    "bert_tf": "bert_tf",
+    "bert_tf_xla": "bert_tf + XLA",
+    "keras_hub": "keras-hub fit",
+    "floor": "floor",
+}
+# The matmul whose rate stands for the machine's float32 peak in the floor.
+PEAK_MATMUL = 4096
+
+
+def encoder_matmul_flops(shape, last_layer_rows):
+    """Matmul FLOPs of the encoder's forward pass over the batch (2 per multiply-add, attention
+    included), its last layer's queries at `last_layer_rows` rows per sequence (SEQ: all)."""
+    hidden, inner = shape["hidden"], shape["intermediate"]
+    tokens = shape["batch"] * SEQ
+
+    def layer(query_rows):
+        keys_values = 2 * 2 * tokens * hidden * hidden
+        query_output = 2 * 2 * query_rows * hidden * hidden
+        feed_forward = 2 * 2 * query_rows * hidden * inner
+        attention = 2 * 2 * query_rows * SEQ * hidden  # scores and context, over all heads
+        return keys_values + query_output + feed_forward + attention
+
+    return (shape["layers"] - 1) * layer(tokens) + layer(shape["batch"] * last_layer_rows)
+
+
+def step_matmul_flops(shape):
+    """Matmul FLOPs of one training step (backward = twice the forward) of the pretraining task's
+    model, whose last layer runs only at [CLS] and the masked positions, with both heads."""
+    batch, hidden, masked = shape["batch"], shape["hidden"], shape["batch"] * PREDICTIONS
+    heads = 2 * masked * hidden * (hidden + VOCAB) + 2 * batch * hidden * (hidden + 2)
+    return 3 * (encoder_matmul_flops(shape, 1 + PREDICTIONS) + heads)
+
+
+def step_dropout_shapes(shape):
+    """The shapes of the random tensors one step's dropouts draw (the original's sites: the
+    embeddings, and per layer the attention probabilities, the attention output and the layer
+    output; the last layer at [CLS] and the masked positions only; none in the heads)."""
+    batch, hidden, heads = shape["batch"], shape["hidden"], shape["heads"]
+
+    def layer(rows):
+        return [(batch, heads, rows, SEQ), (batch, rows, hidden), (batch, rows, hidden)]
+
+    last_rows = 1 + PREDICTIONS
+    return [(batch, SEQ, hidden)] + layer(SEQ) * (shape["layers"] - 1) + layer(last_rows)
 
 
 def bert_tf_step(shape, jit_compile):
@@ -82,6 +132,65 @@ def run_bert_tf(shape, jit_compile):
     return shape["steps"] * shape["batch"] / (time.perf_counter() - start), {}
 
 
+def call_seconds(fn, calls):
+    """The wall times of `calls` calls of `fn()` (which waits for its result), after one more."""
+    fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def run_floor(shape):
+    """The fastest the bert_tf step could run here with TensorFlow's float32 kernels: its matmul
+    FLOPs at the machine's peak matmul rate, plus two parts of the step timed alone, the
+    optimizer's update (the step's compiled rule over every variable, with the clipping factor)
+    and dropout's random draws. Everything else the step does (bias gradients, LayerNorm, GELU,
+    softmax, the dropouts' masks, the loss) is left out, so the floor is below any real step.
+
+    Returns:
+      (examples/s at the floor, {part: milliseconds, "peak_gflops": the matmul rate}).
+    """
+    import tensorflow as tf
+
+    step, _ = bert_tf_step(shape, jit_compile=False)
+    a = tf.random.normal([PEAK_MATMUL, PEAK_MATMUL])
+    matmul = tf.function(lambda: tf.reduce_sum(tf.matmul(a, a)))
+    peak_flops = 2 * PEAK_MATMUL**3 / min(call_seconds(lambda: matmul().numpy(), 5))
+
+    gradients = [tf.random.normal(v.shape, stddev=1e-3) for v in step.variables]
+    learning_rate = step.optimizer.learning_rate
+
+    @tf.function
+    def update(gradients):
+        scale = tf.constant(0.5)  # the clipping factor, as when the gradient norm is 2
+        for gradient, variable in zip(gradients, step.variables, strict=True):
+            step.optimizer.update_step(gradient, variable, learning_rate, gradient_scale=scale)
+        return step.optimizer.iterations.assign_add(1)
+
+    shapes = step_dropout_shapes(shape)
+
+    @tf.function
+    def draws(seed):
+        # Each draw its own seed, given as an argument: Grappler folds draws from a constant seed
+        # and merges draws of one shape from one seed.
+        return tf.add_n(
+            [
+                tf.reduce_sum(tf.random.stateless_uniform(s, seed + [0, i])[..., :1])
+                for i, s in enumerate(shapes)
+            ]
+        )
+
+    parts = {
+        "matmuls": 1e3 * step_matmul_flops(shape) / peak_flops,
+        "update": 1e3 * statistics.median(call_seconds(lambda: update(gradients).numpy(), 5)),
+        "dropout draws": 1e3 * statistics.median(call_seconds(lambda: draws(tf.constant([1, 2])).numpy(), 5)),
+    }
+    return shape["batch"] / (sum(parts.values()) / 1e3), dict(parts, peak_gflops=peak_flops / 1e9)
+
+
 def run_keras_hub(shape):
     import tensorflow as tf
 
@@ -111,6 +220,8 @@ def main():
         shape = CONFIGS[args.configs]
         if args.worker == "keras_hub":
             rate, notes = run_keras_hub(shape)
+        elif args.worker == "floor":
+            rate, notes = run_floor(shape)
         else:
             rate, notes = run_bert_tf(shape, jit_compile=args.worker == "bert_tf_xla")
         print("RESULT " + json.dumps([rate, notes]))
@@ -119,7 +230,7 @@ def main():
     for config in args.configs.split(","):
         shape = CONFIGS[config]
         rates = {system: [] for system in SYSTEMS}
-        notes, outside_steps = {}, []
+        notes, outside_steps, floor_parts = {}, [], []
         for _ in range(args.rounds):
             for system in SYSTEMS:
                 result = measure(system, config)
@@ -128,6 +239,8 @@ def main():
                     notes.update(result[1])
                     if system == "keras_hub":
                         outside_steps.append(result[1]["outside_steps"])
+                    if system == "floor":
+                        floor_parts.append(result[1])
         print(
             f"\n{config}: L={shape['layers']} H={shape['hidden']} A={shape['heads']}, "
             f"batch {shape['batch']}, seq {SEQ}, {PREDICTIONS} predictions; "
@@ -137,6 +250,15 @@ def main():
         for system, median in medians.items():
             spread = ", ".join(f"{r:.3g}" for r in rates[system])
             print(f"  {LABELS[system]:<16} {median:8.3g} examples/s  (rounds: {spread})")
+        parts = {k: statistics.median(p[k] for p in floor_parts) for k in floor_parts[0]}
+        peak = parts.pop("peak_gflops")
+        print(
+            f"  floor: {step_matmul_flops(shape) / 1e9:.0f} GFLOP of matmuls at {peak:.0f} GFLOP/s "
+            f"(tf.matmul at {PEAK_MATMUL}^3, float32) "
+            + ", ".join(f"{part} {ms:.0f} ms" for part, ms in parts.items())
+            + f": {sum(parts.values()):.0f} ms a step, nothing else counted"
+        )
+        print(f"  bert_tf at {medians['bert_tf'] / medians['floor']:.0%} of the floor's examples/s")
         if "keras_hub" in medians:
             print(f"  keras-hub compile() defaults: jit_compile={notes.get('jit_compile')}")
             outside = ", ".join(f"{seconds:.2f}" for seconds in outside_steps)
@@ -148,6 +270,10 @@ def main():
                 paired = ", ".join(f"{ours / theirs:.2f}" for ours, theirs in pairs)
                 ratio = medians[system] / medians["keras_hub"]
                 print(f"  {LABELS[system]} / keras-hub: {ratio:.2f}x  (per round: {paired})")
+            ceiling = medians["floor"] / medians["keras_hub"]
+            print(
+                f"  floor / keras-hub: {ceiling:.2f}x  (about the most a step on these float32 kernels can reach)"
+            )
             print("  (bert_tf trains the next-sentence head too; keras-hub's BertMaskedLM has none)")
         else:
             print("  keras-hub is not installed: no peer figure (pip install keras-hub, or make bench)")

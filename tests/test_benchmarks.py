@@ -1,6 +1,7 @@
 """The benchmarks run where their machine is not: the GPU benchmark on CPU JAX at a tiny size, the
 step profile on BERT-tiny (smoke runs, no timing asserted)."""
 
+import json
 import os
 import re
 import subprocess
@@ -62,8 +63,7 @@ def test_gpu_profile_kinds_of_ops_seen_in_an_h100_trace():
 
 def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-    from step_profile import encoder_matmul_flops
-    from trainer_bench import CONFIGS
+    from trainer_bench import CONFIGS, encoder_matmul_flops
 
     # BERT-base's forward at seq 128 is 22.35 GFLOP per sequence (the performance issue's count).
     one_sequence = dict(CONFIGS["base"], batch=1)
@@ -79,3 +79,39 @@ def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"matmul ops [\d.]+ ms: \d+ GFLOP/s", result.stdout), result.stdout
     assert re.search(r"^  \w*MatMul\w*\s+[\d.]+ ms$", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_trainer_bench_floor_draws_what_the_training_step_draws():
+    """The floor's dropout draws are the model's own: one per dropout the training forward runs,
+    of the same sizes (read off the traced graph), and the floor worker runs at BERT-tiny."""
+    import numpy as np
+    import tensorflow as tf
+
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from common import bert_config, synthetic_batch
+    from trainer_bench import CONFIGS, step_dropout_shapes
+
+    from bert_tf.training.pretraining import PretrainingTask
+
+    shape = CONFIGS["tiny"]
+    task = PretrainingTask(bert_config(shape))
+    batch = {k: tf.constant(v) for k, v in synthetic_batch(shape["batch"]).items()}
+    graph = tf.function(lambda b: task.model(b, training=True)).get_concrete_function(batch).graph
+    drawn = [
+        op.outputs[0].shape.num_elements()
+        for op in graph.get_operations()
+        if op.type == "StatelessRandomUniformV2"
+    ]
+    assert sorted(drawn) == sorted(int(np.prod(s)) for s in step_dropout_shapes(shape))
+
+    result = subprocess.run(
+        [sys.executable, "benchmarks/trainer_bench.py", "--worker", "floor", "--configs", "tiny"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rate, parts = json.loads(result.stdout.split("RESULT ", 1)[1])
+    assert rate > 0 and set(parts) == {"matmuls", "update", "dropout draws", "peak_gflops"}
+    assert all(value > 0 for value in parts.values()), parts
