@@ -521,6 +521,7 @@ def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
         vocab_size=10, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=16
     )
     layer = SelfAttention(config)
+    layer.fused_attention = True  # the choice on JAX; TensorFlow's default is the explicit form
     layer.build()
     fused = keras.ops.dot_product_attention
     biases = []
@@ -538,10 +539,14 @@ def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
     assert biases == [(2, 1, rows or 5, 5)]
 
 
-@pytest.mark.parametrize("dtype, rtol, atol", [("float32", 0, 1e-6), ("mixed_float16", 5e-3, 2e-3)])
+@pytest.mark.parametrize(
+    "dtype, rtol, atol",
+    [("float32", 0, 1e-6), ("mixed_float16", 5e-3, 2e-3), ("mixed_bfloat16", 2e-2, 2e-2)],
+)
 def test_attention_paths_agree(dtype, rtol, atol):
-    """Attention with dropout is computed step by step; without, by the backend's fused
-    attention. With the dropout off both give the same context."""
+    """The step-by-step attention (with dropout, and TensorFlow's choice) and the backend's fused
+    attention give the same context with the dropout off; in bfloat16 the step-by-step softmax
+    outside training runs on the bfloat16 scores, the fused one in float32."""
     from bert_tf.modeling.attention import SelfAttention
 
     config = BertConfig(
@@ -560,9 +565,10 @@ def test_attention_paths_agree(dtype, rtol, atol):
     )
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "float32")
     adder = keras.ops.convert_to_tensor((1.0 - mask[:, None, None, :]) * -10000.0)
-    explicit = layer.attention_with_dropout(q, k, v, adder, training=False)
+    explicit = layer.explicit_attention(q, k, v, adder, training=False)
     fused = keras.ops.dot_product_attention(q, k, v, bias=adder, scale=1.0)
-    # float16 contexts may differ in their last bits (a few ulps: 2^-10 relative each).
+    # Half-precision contexts may differ in their last bits (a few ulps: 2^-10 relative each in
+    # float16, 2^-7 in bfloat16).
     np.testing.assert_allclose(
         np.asarray(explicit, "float32"), np.asarray(fused, "float32"), rtol=rtol, atol=atol
     )
@@ -570,7 +576,7 @@ def test_attention_paths_agree(dtype, rtol, atol):
     v2 = keras.ops.where(keras.ops.convert_to_tensor(mask[:, :, None, None] == 0), 100.0, v)
     np.testing.assert_allclose(
         np.asarray(
-            layer.attention_with_dropout(q, k, keras.ops.cast(v2, layer.compute_dtype), adder, False),
+            layer.explicit_attention(q, k, keras.ops.cast(v2, layer.compute_dtype), adder, False),
             "float32",
         ),
         np.asarray(explicit, "float32"),

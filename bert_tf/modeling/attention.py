@@ -20,7 +20,11 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     Creates `query`, `key`, `value` (each `kernel` [H, H] and `bias` [H]) in that order.
     Under mixed precision the query is scaled by `1 / sqrt(head_size)` before `Q K^T`, which
     then cannot overflow float16 unless the scaled scores do, and the mask and softmax are
-    computed in float32.
+    computed in float32 (a bfloat16 forward pass on TensorFlow excepted: `explicit_attention`).
+
+    `fused_attention` (default: on every backend but TensorFlow) chooses the backend's fused
+    attention when no dropout applies; otherwise `explicit_attention` computes the same context
+    step by step.
     """
 
     def __init__(self, config, name="self", **kwargs):
@@ -41,6 +45,10 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         self.key = projection("key")
         self.value = projection("value")
         self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
+        # Keras' TensorFlow `dot_product_attention` is no fused kernel: an einsum, the scores and
+        # the bias cast to float32 and back, a multiplication by the scale. The step-by-step form
+        # is the same arithmetic in batched matmuls, and faster there (BUILD_NOTES.md).
+        self.fused_attention = keras.backend.backend() != "tensorflow"
 
     def build(self, input_shape=None):
         for projection in (self.query, self.key, self.value):
@@ -74,8 +82,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         key = self._heads(self.key(hidden_states), batch)
         value = self._heads(self.value(hidden_states), batch)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
-        if training and self.dropout.rate > 0:
-            context = self.attention_with_dropout(query, key, value, adder, training)
+        if not self.fused_attention or (training and self.dropout.rate > 0):
+            context = self.explicit_attention(query, key, value, adder, training)
         else:
             # The backend's fused attention (flash attention where it has one); the softmax is
             # computed in float32. cuDNN's fused attention (JAX on a GPU) takes a bias only of
@@ -86,8 +94,14 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             context = ops.dot_product_attention(query, key, value, bias=bias, scale=1.0)
         return ops.reshape(context, ops.shape(from_states))
 
-    def attention_with_dropout(self, query, key, value, adder, training):
+    def explicit_attention(self, query, key, value, adder, training):
         """`softmax(Q K^T + adder)` with dropout on the probabilities, then `P V`, step by step.
+
+        The softmax is taken in float32, except in a bfloat16 pass that is not training, where
+        it is taken on the bfloat16 scores: oneDNN's bfloat16 softmax accumulates in float32 and
+        gives the float32 softmax's probabilities rounded to bfloat16 (the same BERT-base output,
+        bit for bit, on the CPU benchmark's batch), without casting the [batch, heads, seq, seq]
+        scores up and the probabilities back.
 
         Args:
           query: [batch, from_seq, heads, head_size], already scaled by `1 / sqrt(head_size)`.
@@ -99,8 +113,11 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           [batch, from_seq, heads, head_size].
         """
         query, key, value = (ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value))
-        scores = ops.cast(ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32")
-        probs = ops.cast(ops.softmax(scores + adder, axis=-1), self.compute_dtype)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        if training or scores.dtype != "bfloat16":
+            scores = ops.cast(scores, "float32")
+        probs = ops.softmax(scores + ops.cast(adder, scores.dtype), axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
         probs = self.dropout(probs, training=training)
         return ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
 
