@@ -271,9 +271,7 @@ def main():
                 ratio = medians[system] / medians["keras_hub"]
                 print(f"  {LABELS[system]} / keras-hub: {ratio:.2f}x  (per round: {paired})")
             ceiling = medians["floor"] / medians["keras_hub"]
-            print(
-                f"  floor / keras-hub: {ceiling:.2f}x  (about the most a step on these float32 kernels can reach)"
-            )
+            print(f"  floor / keras-hub: {ceiling:.2f}x  (about the most these float32 kernels allow)")
             print("  (bert_tf trains the next-sentence head too; keras-hub's BertMaskedLM has none)")
         else:
             print("  keras-hub is not installed: no peer figure (pip install keras-hub, or make bench)")
