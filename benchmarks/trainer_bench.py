@@ -17,9 +17,10 @@ repeated (the input pipeline is left out of both).
   extra); it is not a dependency of bert_tf.
 - `floor`: not a system but a bound, in examples/s: one step's matmul FLOPs at this machine's
   float32 peak (tf.matmul at 4096^3), plus the optimizer's update and dropout's random draws, each
-  timed alone; everything else the step does counts as free. No step doing this work on
-  TensorFlow's float32 kernels here gets past it, so `floor / keras-hub` is the most bert_tf's
-  ratio to keras-hub can read on this machine.
+  timed alone; everything else the step does counts as free. A step doing this work on
+  TensorFlow's float32 kernels here is not expected to pass it (its matmuls would have to beat
+  tf.matmul's best rate), so `floor / keras-hub` is about the most bert_tf's ratio to keras-hub
+  can read on this machine.
 
 Every figure is measured in its own process; the systems alternate within each round and the
 median over rounds is reported, with each system's examples/s and the ratios to keras-hub.
@@ -148,7 +149,8 @@ def run_floor(shape):
     FLOPs at the machine's peak matmul rate, plus two parts of the step timed alone, the
     optimizer's update (the step's compiled rule over every variable, with the clipping factor)
     and dropout's random draws. Everything else the step does (bias gradients, LayerNorm, GELU,
-    softmax, the dropouts' masks, the loss) is left out, so the floor is below any real step.
+    softmax, the dropouts' masks, the loss) is left out: a real step is not expected to pass it
+    unless its matmuls beat tf.matmul's rate at 4096^3.
 
     Returns:
       (examples/s at the floor, {part: milliseconds, "peak_gflops": the matmul rate}).
