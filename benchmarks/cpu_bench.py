@@ -4,7 +4,8 @@
 
 1. The machine: its CPU flags (AVX512_BF16, AMX), and tf.matmul's float32 and bfloat16 rates at
    BERT-base's shapes (1024 tokens x 768 -> 768, 3072 and back), combined as the rate of one
-   encoder layer's dense matmuls (the roof a forward pass can approach).
+   encoder layer's dense matmuls (the roof a forward pass can approach); torch.matmul's at the
+   same shapes beside them when torch is installed (the kernels HF transformers runs on).
 2. Forward, BERT-base (L=12, H=768, A=12, vocab 30,522), batch 8, seq 128, random weights:
    bert_tf's `BertModel(config)` under a plain `tf.function` (the default a user gets), with
    XLA beside it; keras-hub's `BertBackbone` on TensorFlow; Hugging Face transformers' `BertModel`
@@ -12,6 +13,10 @@
    `mixed_bfloat16` policy, HF through `torch.autocast`) with each one's relative L2 error of
    `sequence_output` against its own float32, on a machine with bfloat16 units. Model FLOPs are
    2 per multiply-add of every matmul, attention included (22.35 GFLOP per sequence at seq 128).
+   Beside each system that runs its library's own kernels (not XLA): the milliseconds of a batch
+   left once its dense matmuls are counted at its library's measured rate, i.e. what it spends
+   on everything else (casts, LayerNorm, attention, GELU), so that a ratio between systems on
+   different matmul kernels can be read as kernels and the rest.
 3. Training: `benchmarks/trainer_bench.py`'s step against keras-hub's `BertMaskedLM.fit`.
 
 Peers run only when installed (`make bench` installs the `bench` extra: keras-hub, torch,
@@ -59,11 +64,15 @@ LAYER_MATMULS = (
 )
 
 
+def dense_flops_per_sequence():
+    """2 x multiply-adds of the encoder's dense matmuls (the shapes of LAYER_MATMULS) for one sequence."""
+    return LAYERS * SEQ * 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE)
+
+
 def forward_flops_per_sequence():
     """2 x multiply-adds of every matmul of the encoder (dense and attention) for one sequence."""
-    dense = 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE)
     attention = 2 * 2 * SEQ * HIDDEN  # scores Q K^T and context P V, per token
-    return LAYERS * SEQ * (dense + attention)
+    return dense_flops_per_sequence() + LAYERS * SEQ * attention
 
 
 def cpu_flags():
@@ -92,21 +101,47 @@ def has_bf16_units(flags):
 # -- workers (each in its own process) -------------------------------------------------------
 
 
-def matmul_rate(dtype):
-    """GFLOP/s of tf.matmul over one layer's dense shapes, as that layer would see it."""
-    import tensorflow as tf
+def matmul_rate(library, dtype):
+    """GFLOP/s of one library's matmul over one layer's dense shapes, as that layer would see it.
 
+    Args:
+      library: "tf" (tf.matmul, oneDNN's kernels as TensorFlow calls them: what bert_tf and
+        keras-hub run on) or "torch" (torch.matmul: what HF transformers runs on).
+      dtype: "float32" or "bfloat16".
+    """
+    if library == "tf":
+        import tensorflow as tf
+
+        def product_of(a, b):
+            a, b = tf.constant(a, getattr(tf, dtype)), tf.constant(b, getattr(tf, dtype))
+            product = tf.function(lambda: tf.matmul(a, b))
+            return lambda: product().numpy()
+
+    else:
+        import torch
+
+        def product_of(a, b):
+            a, b = torch.tensor(a).to(getattr(torch, dtype)), torch.tensor(b).to(getattr(torch, dtype))
+
+            def product():
+                with torch.inference_mode():
+                    return a @ b  # torch on CPU returns when the product is done
+
+            return product
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
     seconds, flops = 0.0, 0
     for tokens, n_in, n_out, count in LAYER_MATMULS:
-        a = tf.random.normal([tokens, n_in], dtype=tf.float32)
-        b = tf.random.normal([n_in, n_out], dtype=tf.float32)
-        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
-        product = tf.function(lambda a=a, b=b: tf.matmul(a, b))
-        product().numpy()
+        a = rng.standard_normal((tokens, n_in), dtype=np.float32)
+        b = rng.standard_normal((n_in, n_out), dtype=np.float32)
+        product = product_of(a, b)
+        product()
         repeats = 20
         start = time.perf_counter()
         for _ in range(repeats):
-            product().numpy()
+            product()
         per_call = (time.perf_counter() - start) / repeats
         seconds += count * per_call
         flops += count * 2 * tokens * n_in * n_out
@@ -210,9 +245,8 @@ def forward_hf_torch(bf16):
 
 def run_worker(name):
     if name.startswith("matmul_"):
-        import tensorflow as tf
-
-        return matmul_rate(tf.float32 if name == "matmul_float32" else tf.bfloat16), {}
+        _, library, dtype = name.split("_")
+        return matmul_rate(library, dtype), {}
     dtype = "mixed_bfloat16" if "bf16" in name else None
     if name.startswith("bert_tf"):
         return forward_bert_tf(dtype, jit_compile=name.endswith("xla"))
@@ -238,6 +272,20 @@ def alternate(names, rounds):
     return {name: r for name, r in rates.items() if r}, notes
 
 
+# Whose matmul each system runs on (by the first five letters of its name).
+OWN_MATMUL = {"bert_": "tf", "keras": "tf", "hf_to": "torch"}
+
+
+def time_beside_matmuls(name, seq_per_second, own_matmul_rate):
+    """Milliseconds of a batch not spent in the dense matmuls, were they run at the rate of the
+    system's own library's matmul (`own_matmul_rate`, GFLOP/s) measured alone; None for an XLA
+    system (XLA's CPU matmuls are not those kernels) or without the rate."""
+    if name.endswith("xla") or not own_matmul_rate:
+        return None
+    batch_ms = 1e3 * BATCH / seq_per_second
+    return batch_ms - 1e3 * BATCH * dense_flops_per_sequence() / 1e9 / own_matmul_rate
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -255,10 +303,14 @@ def main():
     if not bf16:
         print("This CPU has no bfloat16 units (AVX512_BF16 or AMX): bfloat16 is emulated; float32 only.")
 
-    rates, _ = alternate(["matmul_float32"] + (["matmul_bfloat16"] if bf16 else []), args.rounds)
+    precisions = ("float32", "bfloat16") if bf16 else ("float32",)
+    rates, _ = alternate([f"matmul_{lib}_{p}" for p in precisions for lib in ("tf", "torch")], args.rounds)
     roof = {name: statistics.median(r) for name, r in rates.items()}
-    for name, value in roof.items():
-        print(f"tf.matmul at BERT-base's layer shapes, {name[7:]}: {value:,.0f} GFLOP/s")
+    print("Matmuls at BERT-base's layer shapes (one encoder layer's dense matmuls), GFLOP/s:")
+    for precision in precisions:
+        tf_rate, torch_rate = roof.get(f"matmul_tf_{precision}"), roof.get(f"matmul_torch_{precision}")
+        torch_part = f", torch.matmul {torch_rate:,.0f} ({torch_rate / tf_rate:.2f}x tf)" if torch_rate else ""
+        print(f"  {precision}: tf.matmul {tf_rate:,.0f}{torch_part}")
 
     if "forward" in sections:
         systems = [s for s in FORWARD_SYSTEMS if bf16 or "bf16" not in s]
@@ -275,10 +327,12 @@ def main():
                 continue
             peers = {n: m for n, m in group.items() if not n.startswith("bert_tf")}
             best = max(peers.items(), key=lambda item: item[1]) if peers else None
-            matmul = roof.get(f"matmul_{precision}")
+            matmul = roof.get(f"matmul_tf_{precision}")
             print(f"  {precision}:")
             for name, median in group.items():
                 fraction = f"{median * flops / 1e9 / matmul:6.1%} of the matmul rate" if matmul else ""
+                beside = time_beside_matmuls(name, median, roof.get(f"matmul_{OWN_MATMUL[name[:5]]}_{precision}"))
+                fraction += f", {beside:5.0f} ms a batch beside its dense matmuls" if beside is not None else ""
                 error = notes[name].get("relative_l2")
                 error = f", relative L2 vs float32 {error:.2e}" if error is not None else ""
                 spread = ", ".join(f"{r:.2f}" for r in rates[name])
