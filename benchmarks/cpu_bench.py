@@ -272,8 +272,9 @@ def alternate(names, rounds):
     return {name: r for name, r in rates.items() if r}, notes
 
 
-# Whose matmul each system runs on (by the first five letters of its name).
-OWN_MATMUL = {"bert_": "tf", "keras": "tf", "hf_to": "torch"}
+def own_matmul(name):
+    """The library whose matmul kernels a forward system runs on: "torch" for HF, else "tf"."""
+    return "torch" if name.startswith("hf_torch") else "tf"
 
 
 def time_beside_matmuls(name, seq_per_second, own_matmul_rate):
@@ -309,7 +310,9 @@ def main():
     print("Matmuls at BERT-base's layer shapes (one encoder layer's dense matmuls), GFLOP/s:")
     for precision in precisions:
         tf_rate, torch_rate = roof.get(f"matmul_tf_{precision}"), roof.get(f"matmul_torch_{precision}")
-        torch_part = f", torch.matmul {torch_rate:,.0f} ({torch_rate / tf_rate:.2f}x tf)" if torch_rate else ""
+        torch_part = (
+            f", torch.matmul {torch_rate:,.0f} ({torch_rate / tf_rate:.2f}x tf)" if torch_rate else ""
+        )
         print(f"  {precision}: tf.matmul {tf_rate:,.0f}{torch_part}")
 
     if "forward" in sections:
@@ -331,8 +334,10 @@ def main():
             print(f"  {precision}:")
             for name, median in group.items():
                 fraction = f"{median * flops / 1e9 / matmul:6.1%} of the matmul rate" if matmul else ""
-                beside = time_beside_matmuls(name, median, roof.get(f"matmul_{OWN_MATMUL[name[:5]]}_{precision}"))
-                fraction += f", {beside:5.0f} ms a batch beside its dense matmuls" if beside is not None else ""
+                beside = time_beside_matmuls(name, median, roof.get(f"matmul_{own_matmul(name)}_{precision}"))
+                fraction += (
+                    f", {beside:5.0f} ms a batch beside its dense matmuls" if beside is not None else ""
+                )
                 error = notes[name].get("relative_l2")
                 error = f", relative L2 vs float32 {error:.2e}" if error is not None else ""
                 spread = ", ".join(f"{r:.2f}" for r in rates[name])

@@ -115,3 +115,42 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
     rate, parts = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert rate > 0 and set(parts) == {"matmuls", "update", "dropout draws", "peak_gflops"}
     assert all(value > 0 for value in parts.values()), parts
+
+
+def test_cpu_bench_counts_the_dense_flops_of_the_encoders_kernels_and_times_a_matmul():
+    """The CPU benchmark's dense FLOPs are 2 per token per weight of the encoder's dense
+    kernels (read off a built BERT-base), its total the issue's 22.35 GFLOP per sequence, and
+    its TensorFlow matmul worker runs."""
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from common import SEQ, bert_config
+    from cpu_bench import dense_flops_per_sequence, forward_flops_per_sequence, time_beside_matmuls
+    from trainer_bench import CONFIGS
+
+    from bert_tf import BertModel
+
+    model = BertModel(bert_config(CONFIGS["base"]))
+    model(
+        {
+            "input_ids": np.zeros((1, 8), "int32"),
+            "input_mask": np.ones((1, 8), "int32"),
+            "segment_ids": np.zeros((1, 8), "int32"),
+        }
+    )
+    kernels = [v for v in model.weights if v.path.startswith("bert/encoder/") and v.path.endswith("/kernel")]
+    assert len(kernels) == 12 * 6
+    assert dense_flops_per_sequence() == 2 * SEQ * sum(int(np.prod(v.shape)) for v in kernels)
+    assert abs(forward_flops_per_sequence() / 1e9 - 22.35) < 0.005
+    assert time_beside_matmuls("bert_tf_bf16_xla", 10.0, 1000.0) is None
+
+    result = subprocess.run(
+        [sys.executable, "benchmarks/cpu_bench.py", "--worker", "matmul_tf_float32"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rate, notes = json.loads(result.stdout.split("RESULT ", 1)[1])
+    assert rate > 0 and notes == {}
