@@ -10,6 +10,19 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def run_benchmark_worker(script, *args):
+    """Runs `benchmarks/<script> --worker <args>` as the benchmarks do and returns its result."""
+    result = subprocess.run(
+        [sys.executable, os.path.join("benchmarks", script), "--worker", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.split("RESULT ", 1)[1])
+
+
 def test_gpu_bench_runs_on_cpu_jax_at_a_tiny_size(tmp_path):
     result = subprocess.run(
         [
@@ -104,15 +117,7 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
     ]
     assert sorted(drawn) == sorted(int(np.prod(s)) for s in step_dropout_shapes(shape))
 
-    result = subprocess.run(
-        [sys.executable, "benchmarks/trainer_bench.py", "--worker", "floor", "--configs", "tiny"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    rate, parts = json.loads(result.stdout.split("RESULT ", 1)[1])
+    rate, parts = run_benchmark_worker("trainer_bench.py", "floor", "--configs", "tiny")
     assert rate > 0 and set(parts) == {"matmuls", "update", "dropout draws", "peak_gflops"}
     assert all(value > 0 for value in parts.values()), parts
 
@@ -144,13 +149,5 @@ def test_cpu_bench_counts_the_dense_flops_of_the_encoders_kernels_and_times_a_ma
     assert abs(forward_flops_per_sequence() / 1e9 - 22.35) < 0.005
     assert time_beside_matmuls("bert_tf_bf16_xla", 10.0, 1000.0) is None
 
-    result = subprocess.run(
-        [sys.executable, "benchmarks/cpu_bench.py", "--worker", "matmul_tf_float32"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    rate, notes = json.loads(result.stdout.split("RESULT ", 1)[1])
+    rate, notes = run_benchmark_worker("cpu_bench.py", "matmul_tf_float32")
     assert rate > 0 and notes == {}
