@@ -1,6 +1,7 @@
-"""What the BERT benchmarks share: the pretraining batch shape, a synthetic batch, running one
-measurement in a fresh process, and the peers' models. Nothing beyond the standard library is
-imported until used, so the GPU benchmark can use it on a machine without TensorFlow."""
+"""What the BERT benchmarks share: the pretraining batch shape, the encoder's matmul FLOPs, a
+synthetic batch, running one measurement in a fresh process, and the peers' models. Nothing
+beyond the standard library is imported until used, so the GPU benchmark can use it on a machine
+without TensorFlow."""
 
 import json
 import os
@@ -27,6 +28,22 @@ def bert_config(shape):
         intermediate_size=shape["intermediate"],
         type_vocab_size=2,
     )
+
+
+def encoder_matmul_flops(shape, last_layer_rows):
+    """Matmul FLOPs of the encoder's forward pass over the batch (2 per multiply-add, attention
+    included), its last layer's queries at `last_layer_rows` rows per sequence (SEQ: all)."""
+    hidden, inner = shape["hidden"], shape["intermediate"]
+    tokens = shape["batch"] * SEQ
+
+    def layer(query_rows):
+        keys_values = 2 * 2 * tokens * hidden * hidden
+        query_output = 2 * 2 * query_rows * hidden * hidden
+        feed_forward = 2 * 2 * query_rows * hidden * inner
+        attention = 2 * 2 * query_rows * SEQ * hidden  # scores and context, over all heads
+        return keys_values + query_output + feed_forward + attention
+
+    return (shape["layers"] - 1) * layer(tokens) + layer(shape["batch"] * last_layer_rows)
 
 
 def synthetic_batch(batch, seed=0):

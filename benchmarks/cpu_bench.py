@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from common import SEQ, VOCAB, bert_config, hf_bert_config, run_in_fresh_process
+from common import SEQ, VOCAB, bert_config, encoder_matmul_flops, hf_bert_config, run_in_fresh_process
 
 BATCH = 8
 LAYERS, HIDDEN, HEADS, INTERMEDIATE = 12, 768, 12, 3072
@@ -65,14 +65,15 @@ LAYER_MATMULS = (
 
 
 def dense_flops_per_sequence():
-    """2 x multiply-adds of the encoder's dense matmuls (the shapes of LAYER_MATMULS) for one sequence."""
-    return LAYERS * SEQ * 2 * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE)
+    """2 x multiply-adds of the encoder's dense matmuls (LAYER_MATMULS in every layer) for one sequence."""
+    per_token = sum(count * 2 * n_in * n_out for _, n_in, n_out, count in LAYER_MATMULS)
+    return LAYERS * SEQ * per_token
 
 
 def forward_flops_per_sequence():
     """2 x multiply-adds of every matmul of the encoder (dense and attention) for one sequence."""
-    attention = 2 * 2 * SEQ * HIDDEN  # scores Q K^T and context P V, per token
-    return dense_flops_per_sequence() + LAYERS * SEQ * attention
+    shape = dict(layers=LAYERS, hidden=HIDDEN, intermediate=INTERMEDIATE, batch=1)
+    return encoder_matmul_flops(shape, last_layer_rows=SEQ)
 
 
 def cpu_flags():

@@ -41,6 +41,7 @@ from common import (
     SEQ,
     VOCAB,
     bert_config,
+    encoder_matmul_flops,
     fit_step_timer,
     hf_bert_config,
     keras_hub_masked_lm,
@@ -54,9 +55,8 @@ TINY = dict(layers=2, hidden=64, heads=2, intermediate=128, batch=4)
 
 def model_flops(shape, training):
     """Model FLOPs per sequence: encoder matmuls (attention included), pooler, NSP, MLM head."""
-    h, i, layers = shape["hidden"], shape["intermediate"], shape["layers"]
-    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * SEQ * h
-    forward = layers * SEQ * per_token_layer + 2 * h * h
+    h = shape["hidden"]
+    forward = encoder_matmul_flops(dict(shape, batch=1), last_layer_rows=SEQ) + 2 * h * h
     if training:
         forward += PREDICTIONS * 2 * (h * h + h * VOCAB) + 2 * 2 * h
     return forward * (3 if training else 1)

@@ -38,6 +38,7 @@ from common import (
     SEQ,
     VOCAB,
     bert_config,
+    encoder_matmul_flops,
     fit_step_timer,
     keras_hub_masked_lm,
     run_in_fresh_process,
@@ -57,22 +58,6 @@ LABELS = {
 }
 # The matmul whose rate stands for the machine's float32 peak in the floor.
 PEAK_MATMUL = 4096
-
-
-def encoder_matmul_flops(shape, last_layer_rows):
-    """Matmul FLOPs of the encoder's forward pass over the batch (2 per multiply-add, attention
-    included), its last layer's queries at `last_layer_rows` rows per sequence (SEQ: all)."""
-    hidden, inner = shape["hidden"], shape["intermediate"]
-    tokens = shape["batch"] * SEQ
-
-    def layer(query_rows):
-        keys_values = 2 * 2 * tokens * hidden * hidden
-        query_output = 2 * 2 * query_rows * hidden * hidden
-        feed_forward = 2 * 2 * query_rows * hidden * inner
-        attention = 2 * 2 * query_rows * SEQ * hidden  # scores and context, over all heads
-        return keys_values + query_output + feed_forward + attention
-
-    return (shape["layers"] - 1) * layer(tokens) + layer(shape["batch"] * last_layer_rows)
 
 
 def step_matmul_flops(shape):

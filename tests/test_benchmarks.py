@@ -76,7 +76,8 @@ def test_gpu_profile_kinds_of_ops_seen_in_an_h100_trace():
 
 def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-    from trainer_bench import CONFIGS, encoder_matmul_flops
+    from common import encoder_matmul_flops
+    from trainer_bench import CONFIGS
 
     # BERT-base's forward at seq 128 is 22.35 GFLOP per sequence (the performance issue's count).
     one_sequence = dict(CONFIGS["base"], batch=1)
