@@ -327,6 +327,28 @@ def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, mes
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
 
 
+@pytest.mark.parametrize("value", ["1", "TRUE"])
+def test_frozen_weights_setting_is_an_error_before_any_step(workdir, tmp_path, monkeypatch, value):
+    """TF_ONEDNN_ASSUME_FROZEN_WEIGHTS (a serving setting) has oneDNN keep the weights of a
+    fused matmul's first call: training would never see its updates."""
+    from bert_tf.training.loop import check_weights_can_change
+
+    monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "0")
+    check_weights_can_change()  # TensorFlow reads "0" and "false" as off
+    monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", value)
+    options = PretrainingOptions(
+        bert_config_file=str(workdir / "bert_config.json"),
+        input_file=str(workdir / "data.tfrecord"),
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        num_train_steps=5,
+        train_batch_size=8,
+    )
+    with pytest.raises(ValueError, match=f"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS={value} is set"):
+        run_pretraining(options)
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
 def test_bad_input_from_the_tool_is_one_line(workdir, tmp_path):
     result = _run(_args(workdir, tmp_path / "out", 5, max_seq_length=64))
     assert result.returncode == 2

@@ -25,6 +25,15 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     `fused_attention` (default: on every backend but TensorFlow) chooses the backend's fused
     attention when no dropout applies; otherwise `explicit_attention` computes the same context
     step by step.
+
+    `fold_biases` (default: on TensorFlow) computes the projections of an inference pass as
+    matmuls without their biases and adds what the biases contribute where it costs no pass
+    over the [tokens, H] activations. The scores `(q_i + b_q) . (k_j + b_k)` differ from
+    `q_i . k_j + b_q . k_j` by `(q_i + b_q) . b_k`, the same for every key j, which the softmax
+    does not see; `b_q . k_j` joins the mask's adder. Each row of probabilities sums to one, so
+    the value bias adds `b_v` to every context row: `Attention` moves it into its output dense
+    layer's bias. (TensorFlow's oneDNN runs a matmul fused with its bias as an inner product on
+    the kernel as stored, a matmul alone as its faster brgemm kernels: BUILD_NOTES.md.)
     """
 
     def __init__(self, config, name="self", **kwargs):
@@ -49,6 +58,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         # the bias cast to float32 and back, a multiplication by the scale. The step-by-step form
         # is the same arithmetic in batched matmuls, and faster there (BUILD_NOTES.md).
         self.fused_attention = keras.backend.backend() != "tensorflow"
+        self.fold_biases = keras.backend.backend() == "tensorflow"
 
     def build(self, input_shape=None):
         for projection in (self.query, self.key, self.value):
@@ -58,7 +68,13 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         """[batch, seq, H] or [batch * seq, H] -> [batch, seq, heads, head_size]."""
         return ops.reshape(x, (batch, -1, self.num_heads, self.head_size))
 
-    def call(self, hidden_states, input_mask, training=False, from_states=None):
+    def _project(self, projection, x, with_bias):
+        """`projection(x)`, or its matmul alone."""
+        if with_bias:
+            return projection(x)
+        return ops.matmul(ops.cast(x, self.compute_dtype), ops.cast(projection.kernel, self.compute_dtype))
+
+    def call(self, hidden_states, input_mask, training=False, from_states=None, defer_value_bias=False):
         """Args:
           hidden_states: float [batch, seq, H], or [batch * seq, H] (the encoder's layout): the
             states attended to (the original's `to_tensor`), and by default those attending.
@@ -68,20 +84,29 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           from_states: None, or float [batch, R, H] / [batch * R, H]: the states of the R
             positions per sequence that attend (the original's `from_tensor`); the queries are
             computed for these rows only.
+          defer_value_bias: Return the value bias beside the context instead of adding it, when
+            the biases are folded (see the class); the caller adds it to every row.
 
         Returns:
           float, the concatenated context of all heads, in the shape of `from_states` (by
-          default `hidden_states`).
+          default `hidden_states`). With `defer_value_bias`: `(context, value_bias)`, where
+          `value_bias` is None unless the context leaves it out.
         """
         if from_states is None:
             from_states = hidden_states
         batch = ops.shape(input_mask)[0]
+        fold = self.fold_biases and not training
+        scale = 1.0 / math.sqrt(self.head_size)
         # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
         # before Q K^T / sqrt(head_size) does.
-        query = self._heads(self.query(from_states), batch) * (1.0 / math.sqrt(self.head_size))
-        key = self._heads(self.key(hidden_states), batch)
-        value = self._heads(self.value(hidden_states), batch)
+        query = self._heads(self._project(self.query, from_states, not fold), batch) * scale
+        key = self._heads(self._project(self.key, hidden_states, not fold), batch)
+        value = self._heads(self._project(self.value, hidden_states, not fold), batch)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
+        if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
+            query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
+            query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
+            adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
         if not self.fused_attention or (training and self.dropout.rate > 0):
             context = self.explicit_attention(query, key, value, adder, training)
         else:
@@ -90,9 +115,13 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             # [batch or 1, heads or 1, from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to
             # its unfused attention.
             from_length, length = ops.shape(query)[1], ops.shape(key)[1]
-            bias = ops.broadcast_to(adder, (batch, 1, from_length, length))
+            bias = ops.broadcast_to(adder, (batch, ops.shape(adder)[1], from_length, length))
             context = ops.dot_product_attention(query, key, value, bias=bias, scale=1.0)
-        return ops.reshape(context, ops.shape(from_states))
+        context = ops.reshape(context, ops.shape(from_states))
+        value_bias = self.value.bias if fold else None
+        if defer_value_bias:
+            return context, value_bias
+        return context if value_bias is None else context + ops.cast(value_bias, context.dtype)
 
     def explicit_attention(self, query, key, value, adder, training):
         """`softmax(Q K^T + adder)` with dropout on the probabilities, then `P V`, step by step.
@@ -152,6 +181,8 @@ class Attention(BertConfigured, keras.layers.Layer):
         Returns:
           float, in the shape of `from_states` (by default `hidden_states`).
         """
-        context = self.self_attention(hidden_states, input_mask, training=training, from_states=from_states)
+        context, value_bias = self.self_attention(
+            hidden_states, input_mask, training=training, from_states=from_states, defer_value_bias=True
+        )
         residual = hidden_states if from_states is None else from_states
-        return self.output_block(context, residual, training=training)
+        return self.output_block(context, residual, training=training, input_offset=value_bias)

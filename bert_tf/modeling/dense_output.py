@@ -1,6 +1,7 @@
 """The sub-layer output block the original uses twice: dense, dropout, residual, LayerNorm."""
 
 import keras
+from keras import ops
 
 from bert_tf.modeling.initializers import dense
 from bert_tf.modeling.layer_norm import LayerNorm
@@ -28,6 +29,9 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         self.dense = dense(config.hidden_size, config, self.dtype_policy)
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
+        # In inference on TensorFlow, the bias is added with the residual, not by the matmul
+        # (see `SelfAttention.fold_biases`).
+        self.fold_bias = keras.backend.backend() == "tensorflow"
 
     def get_config(self):
         config = super().get_config()
@@ -38,14 +42,31 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         self.dense.build((None, self.input_size))
         self.layer_norm.build()
 
-    def call(self, x, residual, training=False):
+    def call(self, x, residual, training=False, input_offset=None):
         """Args:
           x: float [..., input_size], the sub-layer's output.
           residual: float [..., hidden], the sub-layer's input (float32 under mixed precision:
             the LayerNorm's output, or the embeddings').
           training: Whether dropout is on.
+          input_offset: None, or float [input_size], a vector the sub-layer left out of every
+            row of `x` (`SelfAttention`'s deferred value bias); inference only.
 
         Returns:
           float [..., hidden], in the variable dtype (LayerNorm's).
         """
-        return self.layer_norm(self.dropout(self.dense(x), training=training), residual, training=training)
+        if training:
+            if input_offset is not None:
+                raise ValueError(f"{self.path}: input_offset is for inference only.")
+            return self.layer_norm(self.dropout(self.dense(x), training=True), residual, training=True)
+        if not self.fold_bias:
+            x = x if input_offset is None else x + ops.cast(input_offset, x.dtype)
+            return self.layer_norm(self.dense(x), residual)
+        # The matmul alone (see `SelfAttention.fold_biases`); the bias, and what the offset
+        # becomes through the kernel, join the sum the LayerNorm takes in float32 anyway.
+        kernel = ops.cast(self.dense.kernel, self.compute_dtype)
+        bias = ops.cast(self.dense.bias, residual.dtype)
+        if input_offset is not None:
+            offset = ops.matmul(ops.cast(input_offset, self.compute_dtype)[None], kernel)[0]
+            bias = bias + ops.cast(offset, residual.dtype)
+        y = ops.matmul(ops.cast(x, self.compute_dtype), kernel)
+        return self.layer_norm(y, residual + bias)

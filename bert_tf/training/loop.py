@@ -99,6 +99,22 @@ def initialise_weights(model, init_checkpoint):
     return report
 
 
+# TensorFlow's switch that has oneDNN treat every weight as a constant: the fused matmuls then
+# reorder a weight once and keep that copy, so a weight updated afterwards is never read again.
+FROZEN_WEIGHTS_SETTING = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+
+
+def check_weights_can_change():
+    """Raises ValueError if the environment tells TensorFlow that weights never change."""
+    value = os.environ.get(FROZEN_WEIGHTS_SETTING, "")
+    if value.strip().lower() in ("1", "true"):
+        raise ValueError(
+            f"{FROZEN_WEIGHTS_SETTING}={value} is set: TensorFlow's oneDNN matmuls would keep "
+            "computing with the weights of their first call and training would not see its "
+            f"updates. Unset {FROZEN_WEIGHTS_SETTING} to train (it is for serving fixed weights)."
+        )
+
+
 def train(task, optimizer, distribution, dataset, config, loss_scale=None, input_description=""):
     """Trains `task.model` to `config.num_train_steps` steps.
 
@@ -118,7 +134,9 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
 
     Raises:
       TrainingStopped: A loss or gradient was not finite; the message names the step.
+      ValueError: `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS` is set (`check_weights_can_change`).
     """
+    check_weights_can_change()
     strategy = distribution.strategy
     iterator = iter(dataset)
     step_fn = TrainStep(
