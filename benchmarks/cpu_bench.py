@@ -5,7 +5,8 @@
 1. The machine: its CPU flags (AVX512_BF16, AMX), and tf.matmul's float32 and bfloat16 rates at
    BERT-base's shapes (1024 tokens x 768 -> 768, 3072 and back), combined as the rate of one
    encoder layer's dense matmuls (the roof a forward pass can approach); torch.matmul's at the
-   same shapes beside them when torch is installed (the kernels HF transformers runs on).
+   same shapes beside them when torch is installed (the kernels HF transformers runs on), and
+   the oneDNN release each library bundles (the same kernel runs faster in a later release).
 2. Forward, BERT-base (L=12, H=768, A=12, vocab 30,522), batch 8, seq 128, random weights:
    bert_tf's `BertModel(config)` under a plain `tf.function` (the default a user gets), with
    XLA beside it; keras-hub's `BertBackbone` on TensorFlow; Hugging Face transformers' `BertModel`
@@ -27,6 +28,7 @@ systems alternate within each round, and the median over rounds is reported.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -93,6 +95,25 @@ def cpu_name():
             return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         return "unknown"
+
+
+ONEDNN_PROBES = {  # a bfloat16 product, which both libraries hand to oneDNN
+    "tf": "import tensorflow as tf; x = tf.ones((64, 64), tf.bfloat16); tf.matmul(x, x)",
+    "torch": "import torch; x = torch.ones(64, 64, dtype=torch.bfloat16); x @ x",
+}
+
+
+def onednn_version(library):
+    """The oneDNN release a library's matmuls run on ("v3.7.3"), read from the banner oneDNN
+    prints under `ONEDNN_VERBOSE=1` in a fresh process; None if the library is missing."""
+    result = subprocess.run(
+        [sys.executable, "-c", ONEDNN_PROBES[library]],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    match = re.search(r"oneDNN (v[0-9.]+)", result.stdout)
+    return match.group(1) if match else None
 
 
 def has_bf16_units(flags):
@@ -308,6 +329,8 @@ def main():
     precisions = ("float32", "bfloat16") if bf16 else ("float32",)
     rates, _ = alternate([f"matmul_{lib}_{p}" for p in precisions for lib in ("tf", "torch")], args.rounds)
     roof = {name: statistics.median(r) for name, r in rates.items()}
+    versions = {library: onednn_version(library) for library in ONEDNN_PROBES}
+    print("oneDNN: " + ", ".join(f"{library} {v}" for library, v in versions.items() if v))
     print("Matmuls at BERT-base's layer shapes (one encoder layer's dense matmuls), GFLOP/s:")
     for precision in precisions:
         tf_rate, torch_rate = roof.get(f"matmul_tf_{precision}"), roof.get(f"matmul_torch_{precision}")

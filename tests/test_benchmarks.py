@@ -125,13 +125,18 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
 
 def test_cpu_bench_counts_the_dense_flops_of_the_encoders_kernels_and_times_a_matmul():
     """The CPU benchmark's dense FLOPs are 2 per token per weight of the encoder's dense
-    kernels (read off a built BERT-base), its total the issue's 22.35 GFLOP per sequence, and
-    its TensorFlow matmul worker runs."""
+    kernels (read off a built BERT-base), its total the issue's 22.35 GFLOP per sequence, its
+    TensorFlow matmul worker runs, and it reads the oneDNN release TensorFlow bundles."""
     import numpy as np
 
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
     from common import SEQ, bert_config
-    from cpu_bench import dense_flops_per_sequence, forward_flops_per_sequence, time_beside_matmuls
+    from cpu_bench import (
+        dense_flops_per_sequence,
+        forward_flops_per_sequence,
+        onednn_version,
+        time_beside_matmuls,
+    )
     from trainer_bench import CONFIGS
 
     from bert_tf import BertModel
@@ -152,3 +157,4 @@ def test_cpu_bench_counts_the_dense_flops_of_the_encoders_kernels_and_times_a_ma
 
     rate, notes = run_benchmark_worker("cpu_bench.py", "matmul_tf_float32")
     assert rate > 0 and notes == {}
+    assert re.fullmatch(r"v\d+\.\d+(\.\d+)?", onednn_version("tf")), onednn_version("tf")
