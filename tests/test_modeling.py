@@ -394,17 +394,22 @@ def _transformer_layer_with_large_biases(dtype=None):
 
 
 @pytest.mark.parametrize("rows", [None, 3], ids=["all_rows", "from_states"])
-@pytest.mark.parametrize("fold", [True, False], ids=["folded", "dense_layers"])
-def test_inference_with_folded_biases_is_the_reference_layer(rows, fold):
+@pytest.mark.parametrize(
+    "fold_attention, fold_outputs",
+    [(True, True), (True, False), (False, False)],
+    ids=["folded", "attention_folded", "dense_layers"],
+)
+def test_inference_with_folded_biases_is_the_reference_layer(rows, fold_attention, fold_outputs):
     """In inference on TensorFlow the projections run without their biases: the key bias is
     dropped (the softmax does not see it), the query bias becomes a per-key term of the scores,
     and the value and output biases join the LayerNorm's float32 sum. With large biases, where a
     dropped term would show, the layer is the float64 reference's, folded or not, and also with
-    `from_states` (the heads-only last layer)."""
+    `from_states` (the heads-only last layer). An output block that keeps its dense layer adds
+    the deferred value bias to its input."""
     layer, config, weights = _transformer_layer_with_large_biases()
     assert layer.attention.self_attention.fold_biases and layer.output_block.fold_bias  # TF default
-    layer.attention.self_attention.fold_biases = fold
-    layer.attention.output_block.fold_bias = layer.output_block.fold_bias = fold
+    layer.attention.self_attention.fold_biases = fold_attention
+    layer.attention.output_block.fold_bias = layer.output_block.fold_bias = fold_outputs
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 6, 32)).astype("float32")
     input_mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], "int32")

@@ -49,18 +49,15 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
             the LayerNorm's output, or the embeddings').
           training: Whether dropout is on.
           input_offset: None, or float [input_size], a vector the sub-layer left out of every
-            row of `x` (`SelfAttention`'s deferred value bias); inference only.
+            row of `x` (`SelfAttention`'s deferred value bias).
 
         Returns:
           float [..., hidden], in the variable dtype (LayerNorm's).
         """
-        if training:
+        if training or not self.fold_bias:
             if input_offset is not None:
-                raise ValueError(f"{self.path}: input_offset is for inference only.")
-            return self.layer_norm(self.dropout(self.dense(x), training=True), residual, training=True)
-        if not self.fold_bias:
-            x = x if input_offset is None else x + ops.cast(input_offset, x.dtype)
-            return self.layer_norm(self.dense(x), residual)
+                x = x + ops.cast(input_offset, x.dtype)
+            return self.layer_norm(self.dropout(self.dense(x), training=training), residual, training=training)
         # The matmul alone (see `SelfAttention.fold_biases`); the bias, and what the offset
         # becomes through the kernel, join the sum the LayerNorm takes in float32 anyway.
         kernel = ops.cast(self.dense.kernel, self.compute_dtype)
