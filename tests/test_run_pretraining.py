@@ -313,6 +313,13 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
     ],
 )
 def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        run_pretraining(_five_steps(workdir, tmp_path, **overrides))
+    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+def _five_steps(workdir, tmp_path, **overrides):
+    """`PretrainingOptions` of a five-step run into `tmp_path / "out"`, with `overrides`."""
     values = dict(
         bert_config_file=str(workdir / "bert_config.json"),
         input_file=str(workdir / "data.tfrecord"),
@@ -321,10 +328,7 @@ def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, mes
         num_train_steps=5,
         train_batch_size=8,
     )
-    values.update(overrides)
-    with pytest.raises(ValueError, match=message):
-        run_pretraining(PretrainingOptions(**values))
-    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+    return PretrainingOptions(**dict(values, **overrides))
 
 
 @pytest.mark.parametrize("value", ["1", "TRUE"])
@@ -336,16 +340,8 @@ def test_frozen_weights_setting_is_an_error_before_any_step(workdir, tmp_path, m
     monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "0")
     check_weights_can_change()  # TensorFlow reads "0" and "false" as off
     monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", value)
-    options = PretrainingOptions(
-        bert_config_file=str(workdir / "bert_config.json"),
-        input_file=str(workdir / "data.tfrecord"),
-        output_dir=str(tmp_path / "out"),
-        do_train=True,
-        num_train_steps=5,
-        train_batch_size=8,
-    )
     with pytest.raises(ValueError, match=f"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS={value} is set"):
-        run_pretraining(options)
+        run_pretraining(_five_steps(workdir, tmp_path))
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
 
 
