@@ -57,7 +57,8 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         if training or not self.fold_bias:
             if input_offset is not None:
                 x = x + ops.cast(input_offset, x.dtype)
-            return self.layer_norm(self.dropout(self.dense(x), training=training), residual, training=training)
+            y = self.dropout(self.dense(x), training=training)
+            return self.layer_norm(y, residual, training=training)
         # The matmul alone (see `SelfAttention.fold_biases`); the bias, and what the offset
         # becomes through the kernel, join the sum the LayerNorm takes in float32 anyway.
         kernel = ops.cast(self.dense.kernel, self.compute_dtype)
