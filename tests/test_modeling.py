@@ -371,10 +371,8 @@ def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
 def _transformer_layer_with_large_biases(dtype=None):
     """A hidden-32 `TransformerLayer` without dropout whose biases and LayerNorm betas are
     N(0, 1) (the original's start at zero), and its weights by their Google names."""
-    config = BertConfig(
-        vocab_size=10,
+    config = mf.tiny_config(
         hidden_size=32,
-        num_hidden_layers=1,
         num_attention_heads=4,
         intermediate_size=64,
         hidden_dropout_prob=0.0,
