@@ -142,6 +142,8 @@ def run_floor(shape):
     """
     import tensorflow as tf
 
+    from bert_tf.modeling.dropout import DRAW_RANGE, draws_shape
+
     step, _ = bert_tf_step(shape, jit_compile=False)
     a = tf.random.normal([PEAK_MATMUL, PEAK_MATMUL])
     matmul = tf.function(lambda: tf.reduce_sum(tf.matmul(a, a)))
@@ -157,15 +159,15 @@ def run_floor(shape):
             step.optimizer.update_step(gradient, variable, learning_rate, gradient_scale=scale)
         return step.optimizer.iterations.assign_add(1)
 
-    shapes = step_dropout_shapes(shape)
+    shapes = [draws_shape(s) for s in step_dropout_shapes(shape)]
 
     @tf.function
     def draws(seed):
         # Each draw its own seed, given as an argument: Grappler folds draws from a constant seed
-        # and merges draws of one shape from one seed.
+        # and merges draws of one shape from one seed. The draws of bert_tf's `Dropout`: int32s.
         return tf.add_n(
             [
-                tf.reduce_sum(tf.random.stateless_uniform(s, seed + [0, i])[..., :1])
+                tf.reduce_sum(tf.random.stateless_uniform(s, seed + [0, i], 0, DRAW_RANGE, tf.int32)[..., :1])
                 for i, s in enumerate(shapes)
             ]
         )

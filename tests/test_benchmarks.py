@@ -97,7 +97,8 @@ def test_step_profile_counts_the_issues_flops_and_prints_the_step_by_op():
 
 def test_trainer_bench_floor_draws_what_the_training_step_draws():
     """The floor's dropout draws are the model's own: one per dropout the training forward runs,
-    of the same sizes (read off the traced graph), and the floor worker runs at BERT-tiny."""
+    of the same sizes and kind (int32s, read off the traced graph), and the floor worker runs at
+    BERT-tiny."""
     import numpy as np
     import tensorflow as tf
 
@@ -105,6 +106,7 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
     from common import bert_config, synthetic_batch
     from trainer_bench import CONFIGS, step_dropout_shapes
 
+    from bert_tf.modeling.dropout import draws_shape
     from bert_tf.training.pretraining import PretrainingTask
 
     shape = CONFIGS["tiny"]
@@ -114,9 +116,9 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
     drawn = [
         op.outputs[0].shape.num_elements()
         for op in graph.get_operations()
-        if op.type == "StatelessRandomUniformV2"
+        if op.type == "StatelessRandomUniformIntV2"
     ]
-    assert sorted(drawn) == sorted(int(np.prod(s)) for s in step_dropout_shapes(shape))
+    assert sorted(drawn) == sorted(int(np.prod(draws_shape(s))) for s in step_dropout_shapes(shape))
 
     rate, parts = run_benchmark_worker("trainer_bench.py", "floor", "--configs", "tiny")
     assert rate > 0 and set(parts) == {"matmuls", "update", "dropout draws", "peak_gflops"}

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.dense_output import DenseOutput
+from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.initializers import dense
 from bert_tf.modeling.serialization import BertConfigured
 
@@ -53,7 +54,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         self.query = projection("query")
         self.key = projection("key")
         self.value = projection("value")
-        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
+        self.dropout = Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
         # Keras' TensorFlow `dot_product_attention` is no fused kernel: an einsum, the scores and
         # the bias cast to float32 and back, a multiplication by the scale. The step-by-step form
         # is the same arithmetic in batched matmuls, and faster there (BUILD_NOTES.md).

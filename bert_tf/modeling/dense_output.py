@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.initializers import dense
 from bert_tf.modeling.layer_norm import LayerNorm
 from bert_tf.modeling.serialization import BertConfigured
@@ -27,7 +28,7 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         config = self.config
         self.input_size = input_size
         self.dense = dense(config.hidden_size, config, self.dtype_policy)
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
+        self.dropout = Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
         # In inference on TensorFlow, the bias is added with the residual, not by the matmul
         # (see `SelfAttention.fold_biases`).

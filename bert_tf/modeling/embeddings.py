@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.initializers import create_initializer
 from bert_tf.modeling.layer_norm import LayerNorm
 from bert_tf.modeling.serialization import BertConfigured
@@ -28,9 +29,7 @@ class Embeddings(BertConfigured, keras.layers.Layer):
         config = self.config
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
         # On the LayerNorm's output, in its dtype (see LayerNorm).
-        self.dropout = keras.layers.Dropout(
-            config.hidden_dropout_prob, dtype=self.dtype_policy, autocast=False
-        )
+        self.dropout = Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy, autocast=False)
 
     def build(self, input_shape=None):
         config = self.config

@@ -26,6 +26,7 @@ from keras import ops
 
 from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel
+from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import create_output_weights, output_logits
 from bert_tf.modeling.losses import negative_log_likelihood
 from bert_tf.tasks.finetuning import FinetuningOptions, FinetuningRunner, write_records
@@ -418,7 +419,7 @@ class BertClassifier(keras.Model):
         self.bert = BertModel(config, dtype=self.dtype_policy)
         # Created here, outside any layer's scope: the original's top-level names.
         self.output_weights, self.output_bias = create_output_weights(num_labels, config.hidden_size)
-        self.dropout = keras.layers.Dropout(CLASSIFIER_DROPOUT, dtype=self.dtype_policy)
+        self.dropout = Dropout(CLASSIFIER_DROPOUT, dtype=self.dtype_policy)
         self.built = True
 
     def call(self, inputs, training=False):

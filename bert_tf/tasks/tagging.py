@@ -31,6 +31,7 @@ from keras import ops
 
 from bert_tf.files import atomic_output
 from bert_tf.modeling import BertModel
+from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import ClsOutput
 from bert_tf.modeling.losses import negative_log_likelihood
 from bert_tf.tasks.finetuning import FinetuningOptions, FinetuningRunner, write_records
@@ -292,7 +293,7 @@ class BertTagger(keras.Model):
         self.bert.pooler.trainable = False
         self.cls = ClsOutput("tagging", num_labels, config.hidden_size, dtype=self.dtype_policy)
         self.cls.build()
-        self.dropout = keras.layers.Dropout(TAGGING_DROPOUT, dtype=self.dtype_policy)
+        self.dropout = Dropout(TAGGING_DROPOUT, dtype=self.dtype_policy)
         self.built = True
 
     def call(self, inputs, training=False):

@@ -175,8 +175,8 @@ class TrainStep:
         with clipping on a CPU: about 0.9 -> 0.25 s); and the layers' training forms (every
         layer with `compile_training_form`): GELU's forward and backward one pass each (a
         BERT-base intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall
-        time and ~20 ms less CPU time, about 0.1 s wall a step), and LayerNorm's, the residual
-        sum included, a loop or two each way.
+        time and ~20 ms less CPU time, about 0.1 s wall a step), LayerNorm's, the residual
+        sum included, a loop or two each way, and dropout's, one loop each way.
     """
 
     def __init__(
