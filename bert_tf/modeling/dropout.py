@@ -124,11 +124,9 @@ class Dropout(keras.layers.Layer):
         """
         if not training or not self.threshold:
             return inputs
-        # The static width where known (it decides the pairs), other axes as the backend has them.
-        shape = (*ops.shape(inputs)[:-1], inputs.shape[-1] or ops.shape(inputs)[-1])
-        draws = keras.random.randint(
-            draws_shape(shape), 0, DRAW_RANGE, dtype="int32", seed=self.seed_generator
-        )
+        # `ops.shape` gives the static width where it is known, which decides the pairs.
+        shape = draws_shape(ops.shape(inputs))
+        draws = keras.random.randint(shape, 0, DRAW_RANGE, dtype="int32", seed=self.seed_generator)
         return self.training_form(inputs, draws)
 
     def compute_output_shape(self, input_shape):
