@@ -23,6 +23,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.checkpoints import reference
@@ -384,6 +385,22 @@ def test_saved_model_cli_lists_the_documented_signatures(moved_export):
     }
     assert len(documented) == 21
     assert listed == documented
+
+
+def test_the_export_holds_the_generic_layer_norm(moved_export):
+    """Traced here the LayerNorms would be the form TensorFlow's oneDNN fuses (a batch norm in
+    training mode, which a server without oneDNN runs slower than the generic ops); the export
+    traces the generic ops (`bert_tf.onednn.portable`)."""
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((moved_export / "1" / "saved_model.pb").read_bytes())
+    op_types = {
+        node.op
+        for meta_graph in saved.meta_graphs
+        for function in meta_graph.graph_def.library.function
+        for node in function.node_def
+    }
+    assert {"Mean", "Rsqrt"} <= op_types
+    assert not {op for op in op_types if "BatchNorm" in op or op.startswith("_Mkl")}, sorted(op_types)
 
 
 def run_tool(*args):

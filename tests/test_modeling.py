@@ -1,11 +1,9 @@
 """The Keras model against the original: variable layout, outputs on the google_tiny fixture."""
 
-import collections
 import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import keras
 import numpy as np
@@ -29,6 +27,7 @@ from bert_tf.modeling.losses import sparse_softmax_cross_entropy
 from bert_tf.modeling.pooler import Pooler
 from bert_tf.modeling.transformer_layer import Intermediate, TransformerLayer
 from tests import model_fixtures as mf
+from tests.op_trace import op_types_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,10 +103,13 @@ def test_initialisation_follows_the_original():
             assert (value == 1).all(), name
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf_function"])
 @pytest.mark.parametrize("batch_name", mf.BATCHES)
-def test_outputs_match_the_original(pretrainer, reference, batch_name):
+def test_outputs_match_the_original(pretrainer, reference, batch_name, traced):
+    """Eagerly and traced: a traced inference pass on TensorFlow's oneDNN (the CPU here) runs
+    the LayerNorms as oneDNN's kernel (`bert_tf.onednn`)."""
     batch = reference[batch_name]
-    got = all_outputs(pretrainer, batch)
+    got = all_outputs(tf.function(pretrainer) if traced else pretrainer, batch)
     for key in mf.OUTPUT_KEYS:
         np.testing.assert_allclose(got[key], batch[key], rtol=0, atol=1e-5, err_msg=f"{batch_name}/{key}")
 
@@ -330,21 +332,6 @@ def test_activation_matches_the_float64_reference(name):
     np.testing.assert_allclose(got32, want, rtol=1e-6, atol=1e-6)
 
 
-def _op_types_run(function):
-    """How many ops of each TensorFlow op type one call of `function` runs (after grappler's
-    rewrites), read from a profiler trace by the step profiler's reader."""
-    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-    from step_profile import read_trace
-
-    function()
-    with tempfile.TemporaryDirectory() as logdir:
-        tf.profiler.experimental.start(logdir)
-        function()
-        tf.profiler.experimental.stop()
-        ops, _ = read_trace(logdir)
-    return collections.Counter(op_type for _, _, op_type in ops)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
     """oneDNN's rewrite fuses GELU into the matmul only when GELU is applied inside the Dense
@@ -356,7 +343,7 @@ def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 32)).astype("float32")
     inference = tf.function(lambda x: layer(x))
-    op_types = _op_types_run(lambda: inference(x).numpy())
+    op_types = op_types_run(lambda: inference(x).numpy())
     assert "_MklNativeFusedMatMul" in op_types, f"oneDNN's fused matmul did not run: {sorted(op_types)}"
     assert "Tanh" not in op_types, f"GELU ran outside the matmul: {sorted(op_types)}"
     kernel, bias = (np.asarray(w, np.float64) for w in (layer.dense.kernel, layer.dense.bias))
@@ -432,7 +419,7 @@ def test_inference_runs_the_projections_as_plain_matmuls():
     x = np.random.default_rng(5).standard_normal((2 * 6, 32)).astype("float32")
     input_mask = np.ones((2, 6), "int32")
     inference = tf.function(lambda x: layer(x, input_mask))
-    op_types = _op_types_run(lambda: inference(x).numpy())
+    op_types = op_types_run(lambda: inference(x).numpy())
     assert op_types["_MklNativeFusedMatMul"] == 1, f"fused matmuls: {sorted(op_types.items())}"
     assert op_types["_MklMatMul"] == 6, f"plain matmuls: {sorted(op_types.items())}"
     assert "BiasAdd" not in op_types and "Tanh" not in op_types, sorted(op_types.items())
@@ -512,6 +499,7 @@ import numpy as np
 sys.path.insert(0, {repo!r})
 from bert_tf import BertConfig, BertPretrainer, load_google_checkpoint
 from tests import model_fixtures as mf
+from tests.op_trace import op_types_run
 model = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
 load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
 heads_only = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), heads_only=True)

@@ -20,6 +20,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from bert_tf import onednn
 from bert_tf.export.versioning import versioned_directory
 from bert_tf.text.graph_tokenizer import GraphTokenizer
 
@@ -213,5 +214,7 @@ def export_saved_model(
         module = ExportModule(
             served, vocab_file, do_lower_case, max_seq_length, extra_signatures, text_signatures
         )
-        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
+        with onednn.portable():
+            tf.saved_model.save(module, tmp, signatures=module.signatures())
     return final

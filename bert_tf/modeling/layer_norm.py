@@ -6,11 +6,15 @@ import keras
 from keras import ops
 
 
+def _float32_sum(summands):
+    return sum(ops.cast(s, "float32") for s in summands)
+
+
 def _layer_norm_forward(gamma, beta, *summands, epsilon):
     """`(y, normalized, inverse_std)` of `x = sum(summands)`, all float32:
     `y = gamma * normalized + beta`, `normalized = (x - mean) * inverse_std`,
     `inverse_std = 1 / sqrt(var + epsilon)`."""
-    x = sum(ops.cast(s, "float32") for s in summands)
+    x = _float32_sum(summands)
     centered = x - ops.mean(x, axis=-1, keepdims=True)
     inverse_std = ops.rsqrt(ops.mean(ops.square(centered), axis=-1, keepdims=True) + epsilon)
     normalized = centered * inverse_std
@@ -75,6 +79,18 @@ def layer_norm_training_form(epsilon, compile_fn=None):
     return layer_norm_for_training
 
 
+def _onednn():
+    from bert_tf import onednn  # TensorFlow's: imported only on that backend
+
+    return onednn
+
+
+def _onednn_applies():
+    """Whether an inference pass is being traced for TensorFlow's oneDNN, which runs a
+    LayerNorm as one kernel where `keras.ops` takes six passes over the activations."""
+    return keras.backend.backend() == "tensorflow" and _onednn().applies()
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class LayerNorm(keras.layers.Layer):
     """Normalises each token over its features: `gamma * (x - mean) / sqrt(var + eps) + beta`.
@@ -84,6 +100,9 @@ class LayerNorm(keras.layers.Layer):
     the compute dtype first nor the output after: the output is in the variable dtype (float32),
     and so is the residual stream that the Transformer layers add to and normalise, as the
     float32 model's (`DenseOutput`).
+
+    An inference pass traced in a `tf.function` on a CPU with TensorFlow's oneDNN computes the
+    same function as oneDNN's LayerNorm kernel (`bert_tf.onednn.layer_norm`).
     """
 
     def __init__(self, hidden_size, epsilon=1e-12, name="LayerNorm", **kwargs):
@@ -131,6 +150,8 @@ class LayerNorm(keras.layers.Layer):
             # Read here (a copy), not inside the training form: TensorFlow's custom gradient takes
             # a variable read inside its function for one it must return a gradient of separately.
             y = self.training_form(ops.copy(self.gamma), ops.copy(self.beta), *summands)
+        elif _onednn_applies():
+            y = _onednn().layer_norm(_float32_sum(summands), self.gamma, self.beta, self.epsilon)
         else:
             y = _layer_norm_forward(self.gamma, self.beta, *summands, epsilon=self.epsilon)[0]
         return ops.cast(y, self.variable_dtype)
