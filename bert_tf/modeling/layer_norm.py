@@ -79,16 +79,15 @@ def layer_norm_training_form(epsilon, compile_fn=None):
     return layer_norm_for_training
 
 
-def _onednn():
+def _onednn_layer_norm():
+    """`bert_tf.onednn.layer_norm` where an inference pass is being traced for TensorFlow's
+    oneDNN, which runs it as one kernel where `keras.ops` takes six passes over the activations;
+    else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None
     from bert_tf import onednn  # TensorFlow's: imported only on that backend
 
-    return onednn
-
-
-def _onednn_applies():
-    """Whether an inference pass is being traced for TensorFlow's oneDNN, which runs a
-    LayerNorm as one kernel where `keras.ops` takes six passes over the activations."""
-    return keras.backend.backend() == "tensorflow" and _onednn().applies()
+    return onednn.layer_norm if onednn.applies() else None
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -150,8 +149,8 @@ class LayerNorm(keras.layers.Layer):
             # Read here (a copy), not inside the training form: TensorFlow's custom gradient takes
             # a variable read inside its function for one it must return a gradient of separately.
             y = self.training_form(ops.copy(self.gamma), ops.copy(self.beta), *summands)
-        elif _onednn_applies():
-            y = _onednn().layer_norm(_float32_sum(summands), self.gamma, self.beta, self.epsilon)
+        elif kernel := _onednn_layer_norm():
+            y = kernel(_float32_sum(summands), self.gamma, self.beta, self.epsilon)
         else:
             y = _layer_norm_forward(self.gamma, self.beta, *summands, epsilon=self.epsilon)[0]
         return ops.cast(y, self.variable_dtype)
