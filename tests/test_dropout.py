@@ -64,10 +64,15 @@ def test_layer_drops_at_the_rate_and_keeps_the_expectation(rate, compiled):
     assert 0.5 * (1 - keep_probability) < ((first != 0) != (second != 0)).mean()
 
 
-def test_identity_out_of_training_and_at_rate_zero():
+def test_identity_out_of_training_and_at_rates_that_round_to_zero():
+    """Rates below 2^-16 round to a threshold of 0: nothing dropped, and `drops` says so (the
+    attention then may take the backend's fused kernel)."""
     x = tf.random.normal([4, 6])
     np.testing.assert_array_equal(Dropout(0.1)(x).numpy(), x.numpy())
-    np.testing.assert_array_equal(Dropout(0.0)(x, training=True).numpy(), x.numpy())
+    assert Dropout(0.1).drops(True) and not Dropout(0.1).drops(False)
+    for rate in [0.0, 1e-5]:
+        np.testing.assert_array_equal(Dropout(rate)(x, training=True).numpy(), x.numpy())
+        assert not Dropout(rate).drops(True)
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.0])

@@ -108,7 +108,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
             query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
             adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
-        if not self.fused_attention or (training and self.dropout.rate > 0):
+        if not self.fused_attention or self.dropout.drops(training):
             context = self.explicit_attention(query, key, value, adder, training)
         else:
             # The backend's fused attention (flash attention where it has one); the softmax is

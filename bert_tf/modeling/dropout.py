@@ -114,6 +114,10 @@ class Dropout(keras.layers.Layer):
         """
         self.training_form = dropout_training_form(self.threshold, compile_fn)
 
+    def drops(self, training):
+        """Whether a call with `training` drops anything: a rate below 2^-16 rounds to none."""
+        return bool(training) and self.threshold > 0
+
     def call(self, inputs, training=False):
         """Args:
           inputs: A float tensor.
@@ -122,7 +126,7 @@ class Dropout(keras.layers.Layer):
         Returns:
           A tensor of the shape and dtype of `inputs`.
         """
-        if not training or not self.threshold:
+        if not self.drops(training):
             return inputs
         # `ops.shape` gives the static width where it is known, which decides the pairs.
         shape = draws_shape(ops.shape(inputs))
