@@ -65,6 +65,9 @@ def isdir(path):
     return os.path.isdir(path) if gfile is None else gfile.isdir(path)
 
 
+_GLOB_CHARACTERS = re.compile(r"[*?[]")
+
+
 def glob(pattern):
     """The paths matching a glob pattern, sorted."""
     gfile = _gfile(pattern)
@@ -132,21 +135,31 @@ def atomic_output(path, suffix=""):
             remove(tmp)
 
 
-def expand_input_patterns(input_file):
-    """The files matched by a comma-separated list of glob patterns, in the original's order.
+def expand_input_patterns(patterns, name="--input_file"):
+    """The files matched by glob patterns, in the original's order: pattern by pattern, each
+    pattern's matches sorted. A path that names a file is that file, glob characters and all
+    (so a list this function returned expands to itself).
+
+    Args:
+      patterns: A comma-separated string of glob patterns, or a list of them.
+      name: What the patterns are called in an error message (the flag they came from).
 
     Raises:
       ValueError: A pattern matches no file; the message names it.
     """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
     files = []
-    for pattern in input_file.split(","):
-        pattern = pattern.strip()
+    for pattern in (p.strip() for p in patterns):
         if not pattern:
             continue
-        matches = [path for path in glob(pattern) if not isdir(path)]
+        if _GLOB_CHARACTERS.search(pattern) and exists(pattern) and not isdir(pattern):
+            matches = [pattern]
+        else:
+            matches = [path for path in glob(pattern) if not isdir(path)]
         if not matches:
-            raise ValueError(f"--input_file: {pattern!r} matches no file")
+            raise ValueError(f"{name}: {pattern!r} matches no file")
         files.extend(matches)
     if not files:
-        raise ValueError("--input_file: no input files given")
+        raise ValueError(f"{name}: no input files given")
     return files

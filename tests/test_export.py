@@ -540,9 +540,9 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
     }
     if case == "vocab size":
         with open(VOCAB, encoding="utf-8") as f:
-            (tmp_path / "small_vocab.txt").write_text("".join(f.readlines()[:1000]), encoding="utf-8")
-        flags["vocab_file"] = str(tmp_path / "small_vocab.txt")
-        expected = "small_vocab.txt: the vocabulary has 1000 tokens but the model's vocab_size is 30522"
+            (tmp_path / "large_vocab.txt").write_text(f.read() + "[EXTRA]\n", encoding="utf-8")
+        flags["vocab_file"] = str(tmp_path / "large_vocab.txt")
+        expected = "large_vocab.txt: the vocabulary has 30523 tokens but the model's vocab_size is 30522"
     elif case == "max_seq_length":
         flags["max_seq_length"] = "513"
         expected = "max_seq_length 513 is above the model's max_position_embeddings (512)"
@@ -555,6 +555,25 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
     assert len(errors) == 1 and expected in errors[0], result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "models")
+
+
+def test_a_padded_embedding_table_and_blank_vocab_lines_are_accepted(tmp_path, caplog):
+    """As the original runs them: a config whose table has rows beyond the vocabulary (e.g.
+    padded to a multiple of 8) warns; blank lines (no text tokenizes to "") do not count."""
+    from bert_tf.export.bert import check_vocab_and_length
+
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    with open(VOCAB, encoding="utf-8") as f:
+        (tmp_path / "blank_line.txt").write_text(f.read() + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="bert_tf.export.bert"):
+        check_vocab_and_length(config, str(tmp_path / "blank_line.txt"), 128)
+        assert not caplog.records
+        padded = BertConfig.from_dict(dict(config.to_dict(), vocab_size=30528))
+        check_vocab_and_length(padded, VOCAB, 128)
+    assert "has 30522 tokens and the model's vocab_size is 30528: no token reaches the last 6" in caplog.text
+    (tmp_path / "blank.txt").write_text("\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"blank\.txt: the vocab file has blank lines only"):
+        check_vocab_and_length(config, str(tmp_path / "blank.txt"), 128)
 
 
 def test_versions_count_up_from_one_past_other_names(tmp_path):

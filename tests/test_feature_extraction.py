@@ -133,7 +133,8 @@ def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
         f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
         "--max_seq_length=16",
     ]
-    result = run_tool(*common, f"--output_file={output}", "--layers=-1,0")
+    # The original's TPU flags are accepted; its one-hot lookup gives the gather's values.
+    result = run_tool(*common, f"--output_file={output}", "--layers=-1,0", "--use_one_hot_embeddings=True")
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in output.read_text().splitlines()]
     assert [list(r) for r in records] == [["linex_index", "features"]] * 2
@@ -141,6 +142,10 @@ def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
     layer = records[1]["features"][0]["layers"][1]
     assert list(layer) == ["index", "values"] and layer["index"] == 0 and len(layer["values"]) == 128
 
-    result = run_tool(*common, f"--output_file={tmp_path}/bad.jsonl", "--layers=-3")
-    assert result.returncode == 2 and "--layers [-3] outside the model's 2 layers" in result.stderr
-    assert not os.path.exists(tmp_path / "bad.jsonl")
+    for flag, message in (
+        ("--layers=-3", "--layers [-3] outside the model's 2 layers"),
+        ("--use_tpu", "needs --tpu_name or --master"),
+    ):
+        result = run_tool(*common, f"--output_file={tmp_path}/bad.jsonl", flag)
+        assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+        assert not os.path.exists(tmp_path / "bad.jsonl")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, expand_input_patterns
 from tests import pretraining_fixtures as pf
 
 
@@ -30,6 +30,22 @@ def test_an_error_leaves_the_previous_file_and_no_temporary(tmp_path):
         raise RuntimeError("interrupted")
     assert path.read_text() == "previous run"
     assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_input_patterns_expand_in_the_order_given_and_a_file_name_is_itself(tmp_path):
+    for name in ("b.txt", "a.txt", "x[1].txt", "x1.txt"):
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "dir.txt").mkdir()
+    path = lambda name: str(tmp_path / name)  # noqa: E731
+    # Pattern by pattern, each one's matches sorted, directories left out (the original's order).
+    assert expand_input_patterns(f"{path('b.txt')}, {path('*.txt')}") == [
+        path(n) for n in ("b.txt", "a.txt", "b.txt", "x1.txt", "x[1].txt")
+    ]
+    # A name with glob characters that names a file is that file; otherwise it is a pattern.
+    assert expand_input_patterns([path("x[1].txt")]) == [path("x[1].txt")]
+    assert expand_input_patterns([path("x[12].txt")]) == [path("x1.txt")]
+    with pytest.raises(ValueError, match=r"^input_patterns: '.*y\*\.txt' matches no file$"):
+        expand_input_patterns(path("y*.txt"), name="input_patterns")
 
 
 def test_the_temporary_name_keeps_the_suffix(tmp_path):

@@ -39,6 +39,15 @@ def test_train_and_warmup_steps_are_the_originals_arithmetic(tmp_path, fixtures_
         runner.train(None, "unused", {}, 10)
 
 
+def _larger_vocab(tmp_path):
+    """google_tiny's vocab.txt with one token more than its config's vocab_size (30522)."""
+    with open(os.path.join(mf.GOOGLE_TINY, "vocab.txt"), encoding="utf-8") as f:
+        text = f.read()
+    path = tmp_path / "larger_vocab.txt"
+    path.write_text(text + "[EXTRA]\n", encoding="utf-8")
+    return str(path)
+
+
 def test_options_are_checked_before_anything_is_written(tmp_path, fixtures_dir):
     base = dict(
         vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
@@ -49,7 +58,7 @@ def test_options_are_checked_before_anything_is_written(tmp_path, fixtures_dir):
     for changes, message in (
         (dict(do_eval=False), "at least one of --do_train, --do_eval or --do_predict"),
         (dict(max_seq_length=513), r"--max_seq_length.*max_position_embeddings \(512\)"),
-        (dict(vocab_file=os.path.join(DEMO, "train.tsv")), r"--vocab_file.*the vocabulary has .* tokens"),
+        (dict(vocab_file=_larger_vocab(tmp_path)), r"--vocab_file.*the vocabulary has 30523 tokens"),
         (dict(init_checkpoint="cased_L-12_H-768_A-12/bert_model.ckpt"), "do_lower_case"),
     ):
         with pytest.raises(ValueError, match=message):

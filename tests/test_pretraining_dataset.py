@@ -23,6 +23,21 @@ def test_eval_batches_are_the_records_in_order_as_int32(fixtures_dir):
     assert first["next_sentence_labels"].shape == (4, 1)
 
 
+def test_eval_reads_the_files_in_the_order_given(fixtures_dir, tmp_path):
+    records = list(tf.data.TFRecordDataset(FIXTURE).as_numpy_iterator())
+    # "a[1]" also matches "a1" as a glob: the file named "a[1]" is read, not "a1".
+    parts = {"b.tfrecord": records[:4], "a[1].tfrecord": records[4:8], "a1.tfrecord": records[8:12]}
+    for name, part in parts.items():
+        with tf.io.TFRecordWriter(str(tmp_path / name)) as writer:
+            for record in part:
+                writer.write(record)
+    files = [str(tmp_path / "b.tfrecord"), str(tmp_path / "a[1].tfrecord")]
+    dataset = make_pretraining_dataset(files, 4, 128, 20, is_training=False, repeat=False)
+    got = [batch["input_ids"].numpy().tolist() for batch in dataset]
+    want = [[r["input_ids"] for r in pf.fixture_records()[i : i + 4]] for i in (0, 4)]
+    assert got == want
+
+
 def test_training_shards_files_per_pipeline_and_repeats(fixtures_dir, tmp_path):
     records = list(tf.data.TFRecordDataset(FIXTURE).as_numpy_iterator())
     paths = []
@@ -47,5 +62,5 @@ def test_training_shards_files_per_pipeline_and_repeats(fixtures_dir, tmp_path):
         assert ids == want
         seen.append(ids)
     assert not seen[0] & seen[1]
-    with pytest.raises(ValueError, match="no TFRecord file matches"):
+    with pytest.raises(ValueError, match=r"input_patterns: '.*none-\*' matches no file"):
         make_pretraining_dataset(str(tmp_path / "none-*"), 4, 128, 20)

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
-from bert_tf.training.pretraining import PretrainingOptions, run_pretraining
+from bert_tf.training.pretraining import PretrainingOptions, check_records, run_pretraining
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -139,10 +139,22 @@ def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
     assert all(" examples/s | ETA " in line and "| lr " in line for line in progress)
     losses = [float(line.split("| loss ")[1].split()[0]) for line in progress]
     assert losses[-1] < losses[0] - 1.0  # it learns
-    tags = set()
+    tags, rates = set(), {}
     for path in tf.io.gfile.glob(str(output_dir / "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(path):
             tags.update(value.tag for value in event.summary.value)
+            rates.update(
+                (event.step, float(tf.make_ndarray(value.tensor)))
+                for value in event.summary.value
+                if value.tag == "learning_rate"
+            )
+    # The rate logged at step N is that of the N-th update (the original's schedule at N - 1:
+    # warm-up 1e-3 * t / 5 for t < 5, then 1e-3 * (1 - t / 40)).
+    schedule = lambda t: 1e-3 * t / 5 if t < 5 else 1e-3 * (1 - t / 40)  # noqa: E731
+    assert sorted(rates) == list(range(5, 41, 5))
+    for step, rate in rates.items():
+        assert rate == pytest.approx(schedule(step - 1), rel=1e-6), step
+    assert f"| lr {schedule(4):.2e} |" in progress[0]
     assert {
         "loss",
         "masked_lm_loss",
@@ -166,6 +178,16 @@ def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(workdir
     assert int(continued["global_step"]) == 45
     result = _run(_args(workdir, output_dir, 45))
     assert result.returncode == 0 and "nothing to train" in result.stderr
+
+
+def test_a_float32_run_resumes_under_mixed_float16_with_a_fresh_loss_scale(workdir, uninterrupted):
+    output_dir = workdir / "to_float16"
+    shutil.copytree(uninterrupted[0], output_dir)
+    result = _run(_args(workdir, output_dir, 42, mixed_precision="mixed_float16", save_checkpoints_steps=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "has no saved loss_scale, loss_scale_good_steps: started afresh" in result.stderr
+    assert "Resumed the input where" in result.stderr
+    assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
 
 
 def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
@@ -310,12 +332,28 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
         ),
         (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
         (dict(do_train=False), r"at least one of --do_train or --do_eval"),
+        (dict(keep_checkpoint_max=-1), r"--keep_checkpoint_max must be 0 \(keep all\) or more, got -1"),
     ],
 )
 def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         run_pretraining(_five_steps(workdir, tmp_path, **overrides))
     assert not list((tmp_path / "out").glob("model.ckpt-*"))
+
+
+def test_the_records_are_checked_in_the_first_file_that_holds_one(fixtures_dir, tmp_path):
+    # The original's create_pretraining_data leaves an output file empty when it has fewer
+    # examples than files: such a file is skipped, and the next one's record is checked.
+    empty, data = str(tmp_path / "part-0.tfrecord"), str(tmp_path / "part-1.tfrecord")
+    tf.io.TFRecordWriter(empty).close()
+    shutil.copy(RECORDS, data)
+    check_records([empty, data], 128, 20)
+    with pytest.raises(ValueError, match=re.escape(f"{data}: records have input_ids of length 128 but")):
+        check_records([empty, data], 64, 20)
+    with pytest.raises(ValueError, match=re.escape(f"{empty}: the file holds no record")):
+        check_records([empty], 128, 20)
+    with pytest.raises(ValueError, match=r"^--input_file: none of its 2 files holds a record"):
+        check_records([empty, empty], 128, 20)
 
 
 def _five_steps(workdir, tmp_path, **overrides):

@@ -21,7 +21,9 @@ from tests.conftest import FIXTURES_DIR
 TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
 
 
-def _three_steps(dtype=None, loss_scale=None, **step_args):
+def _three_steps(dtype=None, loss_scale=None, log=None, **step_args):
+    """Three steps on the fixture's batch from google_tiny: (task, optimizer, the losses); each
+    step's metrics are appended to `log` if given."""
     config = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
     task = PretrainingTask(config, dtype=dtype)
     load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
@@ -33,6 +35,8 @@ def _three_steps(dtype=None, loss_scale=None, **step_args):
     for _ in range(3):
         step.train(iterator, tf.constant(1))
         losses.append(step.metrics.result()["loss"])
+        if log is not None:
+            log.append(step.metrics.result())
         step.metrics.reset()
     return task, optimizer, losses
 
@@ -51,8 +55,10 @@ def test_gradient_accumulation_gives_the_large_batch_update(fixtures_dir, micro_
 
 
 def test_xla_step_reaches_the_originals_checkpoint(fixtures_dir):
-    task, _, losses = _three_steps(jit_compile=True)
+    log = []
+    task, _, losses = _three_steps(jit_compile=True, log=log)
     assert _max_weight_difference(task.model) <= 1e-6
+    assert all(0.0 < metrics["grad_norm"] < float("inf") for metrics in log)
     assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
 
 
@@ -98,10 +104,12 @@ def test_dynamic_loss_scale_halves_on_overflow_and_grows_after_finite_steps():
 def test_overflowing_float16_step_is_skipped_not_applied(fixtures_dir):
     """A loss scale so large that every float16 gradient overflows: the first step changes
     nothing (weights and slots) and halves the scale; training goes on."""
+    log = []
     task, optimizer, losses = _three_steps(
-        dtype="mixed_float16", loss_scale=DynamicLossScale(initial_scale=2.0**80)
+        dtype="mixed_float16", loss_scale=DynamicLossScale(initial_scale=2.0**80), log=log
     )
     assert losses[0] == pytest.approx(11.098242, abs=0.01)  # the loss itself is finite
+    assert [metrics["grad_norm"] for metrics in log] == [0.0, 0.0, 0.0]  # no update, no norm (not inf)
     assert int(optimizer.iterations.numpy()) == 3
     reader = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
     assert all(np.array_equal(w.numpy(), reader.get_tensor(w.path)) for w in task.model.weights)

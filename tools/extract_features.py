@@ -5,6 +5,8 @@
       --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
 """
 
+import contextlib
+
 from absl import flags, logging
 
 from bert_tf import cli
@@ -20,6 +22,15 @@ flags.DEFINE_string("init_checkpoint", None, "Google checkpoint prefix or direct
 flags.DEFINE_string("vocab_file", None, "The vocab.txt the model was trained with.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
+flags.DEFINE_bool("use_tpu", False, "Run on the Cloud TPU at --master (a TPUStrategy).")
+flags.DEFINE_string("master", None, "With --use_tpu: the TPU's address, e.g. grpc://10.240.1.2:8470.")
+flags.DEFINE_integer("num_tpu_cores", 8, "With --use_tpu: TPU cores (TensorFlow 2 uses all the TPU has).")
+flags.DEFINE_bool(
+    "use_one_hot_embeddings",
+    False,
+    "Accepted for the original's command lines: it chose the original's TPU embedding lookup, "
+    "which gives the same values as the gather used here.",
+)
 
 for _name in ("input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"):
     flags.mark_flag_as_required(_name)
@@ -48,17 +59,24 @@ def main(argv):
         raise ValueError(f"--layers must be comma-separated integers, got {FLAGS.layers!r}") from None
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
-    logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
-    records = features.extract_features(
-        model,
-        tokenizer,
-        features.read_examples(FLAGS.input_file),
-        FLAGS.max_seq_length,
-        layer_indexes,
-        FLAGS.batch_size,
-    )
-    count = features.write_jsonl(_with_progress(records), FLAGS.output_file)
+    scope = contextlib.nullcontext()
+    if FLAGS.use_tpu:
+        from bert_tf.training.distribution import create_distribution
+
+        tpu = create_distribution("tpu", master=FLAGS.master, num_tpu_cores=FLAGS.num_tpu_cores)
+        scope = tpu.strategy.scope()
+    with scope:  # a model made under a strategy's scope predicts through it
+        model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
+        logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
+        records = features.extract_features(
+            model,
+            tokenizer,
+            features.read_examples(FLAGS.input_file),
+            FLAGS.max_seq_length,
+            layer_indexes,
+            FLAGS.batch_size,
+        )
+        count = features.write_jsonl(_with_progress(records), FLAGS.output_file)
     print(f"Wrote features of {count} examples to {FLAGS.output_file}")
 
 

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from bert_tf.files import expand_input_patterns
+
 
 def feature_spec(max_seq_length, max_predictions_per_seq):
     """The records' schema, as `tf.io.parse_example` takes it."""
@@ -44,11 +46,13 @@ def make_pretraining_dataset(
 
     Training: the files are sharded over input pipelines (`input_context`), shuffled and
     repeated, read `num_parallel_reads` at a time interleaved, and the records shuffled.
-    Evaluation: the files in order (repeated if `repeat`). With fewer files than input
+    Evaluation: the files in the order of `bert_tf.files.expand_input_patterns` (pattern by
+    pattern, as the original reads them), repeated if `repeat`. With fewer files than input
     pipelines, the records are sharded instead of the files.
 
     Args:
-      input_patterns: A glob pattern, a comma-separated string of them, or a list.
+      input_patterns: A glob pattern, a comma-separated string of them, or a list (of
+        patterns or of files).
       batch_size: Examples per batch of this input pipeline (per worker).
       max_seq_length, max_predictions_per_seq: As the records were written.
       is_training: Shuffle and repeat.
@@ -66,13 +70,9 @@ def make_pretraining_dataset(
       int32 `next_sentence_labels` [B, 1].
 
     Raises:
-      ValueError: No file matches the patterns.
+      ValueError: A pattern matches no file; the message names it.
     """
-    if isinstance(input_patterns, str):
-        input_patterns = [p for p in input_patterns.split(",") if p]
-    files = sorted(f for pattern in input_patterns for f in tf.io.gfile.glob(pattern))
-    if not files:
-        raise ValueError(f"no TFRecord file matches {', '.join(input_patterns)}")
+    files = expand_input_patterns(input_patterns, name="input_patterns")
 
     repeat = is_training if repeat is None else repeat
     pipelines = input_context.num_input_pipelines if input_context is not None else 1

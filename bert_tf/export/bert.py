@@ -1,5 +1,6 @@
 """`BertModel` and `BertPretrainer` as users of the export module: loading, checks, signatures."""
 
+import logging
 import os
 
 import keras
@@ -15,6 +16,8 @@ from bert_tf.text import tokenization
 ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
 PRETRAINING_SIGNATURE = "pretraining"
+
+logger = logging.getLogger(__name__)
 
 
 class PretrainingOutputs(keras.layers.Layer):
@@ -41,15 +44,32 @@ class PretrainingOutputs(keras.layers.Layer):
 def check_vocab_and_length(config, vocab_file, max_seq_length):
     """Raises unless the vocabulary and `max_seq_length` fit the model's config.
 
+    A token's id must have a row in the embedding table: the vocabulary's size (its highest id
+    + 1; blank lines, which no text tokenizes to, left out) may be below `vocab_size` (a table
+    padded beyond its vocabulary, which the original runs too: a warning), not above it.
+
     Raises:
-      ValueError: The vocabulary's size is not the config's `vocab_size`, or `max_seq_length`
+      ValueError: The vocabulary is larger than the config's `vocab_size`, or `max_seq_length`
         is above `max_position_embeddings`; the message names the file or value.
     """
-    vocab_size = max(tokenization.load_vocab(vocab_file).values()) + 1
-    if vocab_size != config.vocab_size:
+    ids = [index for token, index in tokenization.load_vocab(vocab_file).items() if token]
+    if not ids:
+        raise ValueError(f"{vocab_file}: the vocab file has blank lines only")
+    vocab_size = max(ids) + 1
+    if vocab_size > config.vocab_size:
         raise ValueError(
             f"{vocab_file}: the vocabulary has {vocab_size} tokens but the model's vocab_size is "
             f"{config.vocab_size}; is it the vocab.txt of this checkpoint?"
+        )
+    if vocab_size < config.vocab_size:
+        logger.warning(
+            "%s: the vocabulary has %d tokens and the model's vocab_size is %d: no token reaches "
+            "the last %d embedding rows (right for a padded table; otherwise, is it the "
+            "vocab.txt of this checkpoint?)",
+            vocab_file,
+            vocab_size,
+            config.vocab_size,
+            config.vocab_size - vocab_size,
         )
     if max_seq_length > config.max_position_embeddings:
         raise ValueError(

@@ -189,6 +189,12 @@ class TrainingCheckpoints:
                 self.input_description,
             )
             return step
-        tf.train.Checkpoint(**self.input_state).read(state_prefix).assert_existing_objects_matched()
+        # A state saved without some of today's parts (the loss scale of a run switched to
+        # mixed_float16) restores the rest; those parts start afresh.
+        saved = {name.split("/")[0] for name in open_checkpoint(state_prefix).get_variable_to_shape_map()}
+        restored = {key: value for key, value in self.input_state.items() if key in saved}
+        if afresh := sorted(self.input_state.keys() - restored.keys()):
+            logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
+        tf.train.Checkpoint(**restored).read(state_prefix).assert_existing_objects_matched()
         logger.info("Resumed the input where %s left it", prefix)
         return step

@@ -81,13 +81,17 @@ def _multi_worker_position(resolver):
     return chiefs + workers, chiefs + resolver.task_id
 
 
-def create_distribution(name="default", tpu_name=None, tpu_zone=None, gcp_project=None, master=None):
+def create_distribution(
+    name="default", tpu_name=None, tpu_zone=None, gcp_project=None, master=None, num_tpu_cores=None
+):
     """Builds the strategy called `name`.
 
     Args:
       name: One of `STRATEGIES`.
       tpu_name, tpu_zone, gcp_project, master: Where the TPU is (`tpu` only), as the original's
         flags.
+      num_tpu_cores: The original's `--num_tpu_cores` (`tpu` only): TensorFlow 2 uses every core
+        the TPU has, and a warning says so when this differs.
 
     Returns:
       A `Distribution`.
@@ -112,5 +116,12 @@ def create_distribution(name="default", tpu_name=None, tpu_zone=None, gcp_projec
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         # One client drives every core; it is the only input pipeline.
-        return Distribution(tf.distribute.TPUStrategy(resolver))
+        strategy = tf.distribute.TPUStrategy(resolver)
+        if num_tpu_cores is not None and strategy.num_replicas_in_sync != num_tpu_cores:
+            logger.warning(
+                "--num_tpu_cores=%d, but the TPU has %d cores: all of them are used",
+                num_tpu_cores,
+                strategy.num_replicas_in_sync,
+            )
+        return Distribution(strategy)
     raise ValueError(f"--strategy: unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")

@@ -203,7 +203,7 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         examples_per_second = block * config.global_batch_size / (time.monotonic() - start)
         results = dict(step_fn.metrics.result(), global_step=step)
         step_fn.metrics.reset()
-        learning_rate = float(optimizer.learning_rate.numpy())
+        learning_rate = optimizer.learning_rate_of_update(step)
         if distribution.is_chief:
             progress.show(step, results["loss"], learning_rate, examples_per_second)
             scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)

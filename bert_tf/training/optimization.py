@@ -174,6 +174,14 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         index = self._get_variable_index(variable)
         return self.adam_m[index], self.adam_v[index]
 
+    def learning_rate_of_update(self, count):
+        """The learning rate of the `count`-th update (made after `count - 1` earlier ones), as a
+        float: what a log line or summary after that update shows beside its loss."""
+        rate = self._learning_rate
+        if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+            rate = rate(max(count - 1, 0))
+        return float(ops.convert_to_numpy(rate))
+
     def update_step(self, gradient, variable, learning_rate, gradient_scale=None):
         """Updates `variable` and its moments from `gradient`.
 

@@ -10,9 +10,6 @@ a flag (`define_flags`), so the dataclass is the one place a flag is described.
 """
 
 import dataclasses
-import logging
-
-logger = logging.getLogger(__name__)
 
 MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
@@ -58,6 +55,10 @@ class TrainingOptions:
         for flag in ("save_checkpoints_steps", "iterations_per_loop"):
             if getattr(self, flag) < 1:
                 raise ValueError(f"--{flag} must be at least 1, got {getattr(self, flag)}")
+        if self.keep_checkpoint_max < 0:
+            raise ValueError(
+                f"--keep_checkpoint_max must be 0 (keep all) or more, got {self.keep_checkpoint_max}"
+            )
 
     @property
     def dtype(self):
@@ -69,15 +70,8 @@ class TrainingOptions:
         from bert_tf.training.distribution import create_distribution
 
         strategy = "tpu" if self.use_tpu else self.strategy
-        where = (self.tpu_name, self.tpu_zone, self.gcp_project, self.master)
-        distribution = create_distribution(strategy, *where)
-        if strategy == "tpu" and distribution.num_replicas != self.num_tpu_cores:
-            logger.warning(
-                "--num_tpu_cores=%d, but the TPU has %d cores: all of them are used",
-                self.num_tpu_cores,
-                distribution.num_replicas,
-            )
-        return distribution
+        where = (self.tpu_name, self.tpu_zone, self.gcp_project, self.master, self.num_tpu_cores)
+        return create_distribution(strategy, *where)
 
     def loss_scale(self):
         """A `DynamicLossScale` for mixed_float16 (create it under the strategy's scope), else None."""

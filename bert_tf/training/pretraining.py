@@ -92,22 +92,30 @@ def _is_top_prediction(logits, labels):
 
 
 def check_records(input_files, max_seq_length, max_predictions_per_seq):
-    """Checks that the first record of the first file has the lengths the flags say.
+    """Checks that the first record of the input (that of the first file holding one) has the
+    lengths the flags say. A file may be empty: the original's `create_pretraining_data.py`
+    leaves one so when it writes fewer examples than output files.
 
     Raises:
       ValueError: The record's `input_ids` or `masked_lm_positions` length differs from
-        `--max_seq_length` / `--max_predictions_per_seq`, or the file holds no record; the
-        message names the file and both values.
+        `--max_seq_length` / `--max_predictions_per_seq` (the message names the file and both
+        values), a file cannot be read, or no file holds a record.
     """
     import tensorflow as tf
 
-    path = input_files[0]
-    try:
-        record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-    except tf.errors.OpError as e:
-        raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
-    if record is None:
-        raise ValueError(f"{path}: the file holds no record")
+    for path in input_files:
+        try:
+            record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except tf.errors.OpError as e:
+            raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
+        if record is not None:
+            break
+    else:
+        if len(input_files) == 1:
+            raise ValueError(f"{input_files[0]}: the file holds no record")
+        raise ValueError(
+            f"--input_file: none of its {len(input_files)} files holds a record ({input_files[0]}, ...)"
+        )
     example = tf.train.Example.FromString(record.numpy())
     features = example.features.feature
     for name, flag, expected in (

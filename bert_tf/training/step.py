@@ -278,7 +278,10 @@ class TrainStep:
         finite_gradients = tf.math.is_finite(norm)
         first_replica = tf.cast(context.replica_id_in_sync_group == 0, tf.float32)
         self.metrics.add({"loss": (logged_loss * first_replica, first_replica)})
-        self.metrics.add({"grad_norm": (logged_norm * first_replica, first_replica)})
+        # A step loss scaling skips has an infinite norm: the logged norm is the mean over the
+        # steps applied (0 if the block applied none).
+        counted = first_replica * tf.cast(tf.math.is_finite(logged_norm), tf.float32)
+        self.metrics.add({"grad_norm": (tf.where(counted > 0, logged_norm, 0.0), counted)})
         self.metrics.add(terms)
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._apply, self.strategy, gradients, gradient_scale, finite_loss, finite_gradients
