@@ -303,6 +303,13 @@ def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, capl
     assert (tmp_path / "out" / "model.ckpt-1.index").exists()  # int(1 / 1 * 1) steps
 
 
+def test_the_tool_has_the_originals_batch_flags_only(tmp_path):
+    """The original's run_squad.py has --predict_batch_size and no --eval_batch_size (its
+    evaluation is of the predictions)."""
+    result = run_squad(f"--output_dir={tmp_path}", "--eval_batch_size=4", "--do_predict", check=False)
+    assert result.returncode != 0 and "Unknown command line flag 'eval_batch_size'" in result.stderr
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

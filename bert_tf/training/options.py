@@ -96,22 +96,25 @@ class TrainingOptions:
         )
 
 
-def define_flags(options_class, **defaults):
+def define_flags(options_class, omit=(), **defaults):
     """Defines an absl flag for every `option` field of `options_class` (its help, type, choices).
 
     Args:
       options_class: A dataclass such as `TrainingOptions` or a subclass.
+      omit: Options the tool has no flag for (the original's tool has none and nothing reads
+        them); they keep their defaults.
       **defaults: Defaults that differ from the fields' (e.g. SQuAD's `max_seq_length=384`).
 
     Raises:
-      ValueError: A default for a field that is not an option.
+      ValueError: A default or an omission for a field that is not an option.
     """
     from absl import flags
 
     fields = [field for field in dataclasses.fields(options_class) if "help" in field.metadata]
-    unknown = sorted(set(defaults) - {field.name for field in fields})
+    unknown = sorted((set(defaults) | set(omit)) - {field.name for field in fields})
     if unknown:
         raise ValueError(f"define_flags: {options_class.__name__} has no options {unknown}")
+    fields = [field for field in fields if field.name not in omit]
     define = {
         str: flags.DEFINE_string,
         int: flags.DEFINE_integer,
