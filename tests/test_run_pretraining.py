@@ -174,6 +174,7 @@ def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(workdir
     result = _run(_args(workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
+    assert "unrestored values" not in result.stderr  # TensorFlow's warning on a partial restore
     continued = _weights(str(output_dir / "model.ckpt-45"))
     assert int(continued["global_step"]) == 45
     result = _run(_args(workdir, output_dir, 45))

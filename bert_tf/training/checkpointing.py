@@ -195,6 +195,7 @@ class TrainingCheckpoints:
         restored = {key: value for key, value in self.input_state.items() if key in saved}
         if afresh := sorted(self.input_state.keys() - restored.keys()):
             logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
-        tf.train.Checkpoint(**restored).read(state_prefix).assert_existing_objects_matched()
+        # expect_partial: the saved description is read above, not restored into an object.
+        tf.train.Checkpoint(**restored).read(state_prefix).assert_existing_objects_matched().expect_partial()
         logger.info("Resumed the input where %s left it", prefix)
         return step
