@@ -135,6 +135,23 @@ def atomic_output(path, suffix=""):
             remove(tmp)
 
 
+def check_output_path(path, name):
+    """Raises unless a file can be written at `path`: before the work, not after it.
+
+    Args:
+      path: The file to write.
+      name: What it is called in the message (the flag it came from).
+
+    Raises:
+      ValueError: `path` is a directory, or its parent is a file; the message names both.
+    """
+    if isdir(path):
+        raise ValueError(f"{name}: {path} is a directory, not a file to write")
+    parent = os.path.dirname(path)
+    if parent and exists(parent) and not isdir(parent):
+        raise ValueError(f"{name}: cannot write {path}: {parent} is a file, not a directory")
+
+
 def expand_input_patterns(patterns, name="--input_file"):
     """The files matched by glob patterns, in the original's order: pattern by pattern, each
     pattern's matches sorted. A path that names a file is that file, glob characters and all

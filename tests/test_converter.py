@@ -81,9 +81,11 @@ def test_round_trip_through_the_tool(fixtures_dir, tmp_path):
     assert "4,433,468" in result.stdout  # the parameter table's total, as variables.json
     assert os.path.exists(keras_file)
 
+    # A directory as --output gets bert_model.ckpt and bert_config.json inside it.
     prefix = str(tmp_path / "back" / "bert_model.ckpt")
-    result = run_tool(f"--keras_model={keras_file}", f"--output={prefix}")
+    result = run_tool(f"--keras_model={keras_file}", f"--output={tmp_path / 'back'}/")
     assert result.returncode == 0, result.stderr[-2000:]
+    assert f"to {prefix} (read back identically)" in result.stdout
     original = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
     written = tf.train.load_checkpoint(prefix)
     assert written.get_variable_to_shape_map() == original.get_variable_to_shape_map()
@@ -100,3 +102,24 @@ def test_tool_errors_are_one_line(fixtures_dir, tmp_path):
     assert "missing.ckpt: no checkpoint here" in result.stderr
     result = run_tool(f"--keras_model={tmp_path}/none.keras", f"--output={tmp_path}/x.ckpt")
     assert result.returncode == 2 and "none.keras: no such Keras model file" in result.stderr
+
+
+def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_path):
+    import json
+
+    with open(mf.GOOGLE_TINY_CONFIG, encoding="utf-8") as f:
+        config = json.load(f)
+    one_layer = tmp_path / "one_layer.json"
+    one_layer.write_text(json.dumps(dict(config, num_hidden_layers=1)))
+    # The check alone would pass: the reference reads the same one-layer config.
+    with pytest.raises(
+        ValueError, match=r"one_layer\.json: the checkpoint .* has 16 encoder weights .*layer_1/"
+    ):
+        converter.google_to_keras(str(one_layer), mf.GOOGLE_TINY_CKPT, str(tmp_path / "out.keras"))
+    (tmp_path / "d.keras").mkdir()
+    with pytest.raises(ValueError, match=r"^--output: .*d\.keras is a directory"):
+        converter.google_to_keras(mf.GOOGLE_TINY_CONFIG, mf.GOOGLE_TINY_CKPT, str(tmp_path / "d.keras"))
+    (tmp_path / "text.keras").write_text("not a model")
+    with pytest.raises(ValueError, match=r"text\.keras: not a Keras model saved as \.keras"):
+        converter.keras_to_google(str(tmp_path / "text.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.keras", "one_layer.json", "text.keras"]

@@ -50,6 +50,21 @@ def test_tool_reproduces_the_original_output(fixtures_dir, tmp_path):
     assert os.listdir(tmp_path) == ["out.tfrecord"]  # no temporary file left behind
 
 
+def test_a_document_continues_across_input_files(fixtures_dir, tmp_path):
+    """The original reads every file into one list of documents, where only a blank line starts
+    a new one: the fixture's text cut after its fifth line (inside a document) into two files
+    gives the fixture's examples."""
+    lines = pathlib.Path(pf.SAMPLE_TEXT).read_bytes().splitlines(keepends=True)
+    assert lines[4].strip() and lines[5].strip()  # the cut is inside a document
+    (tmp_path / "part1.txt").write_bytes(b"".join(lines[:5]))
+    (tmp_path / "part2.txt").write_bytes(b"".join(lines[5:]))
+    output = tmp_path / "out.tfrecord"
+    inputs = f"{tmp_path / 'part1.txt'},{tmp_path / 'part2.txt'}"
+    summary = create_pretraining_data(inputs, str(output), options())
+    assert summary.documents == 3
+    assert read_bytes(output) == read_bytes(os.path.join(pf.DATA_DIR, "sample_s12345.tfrecord"))
+
+
 def test_whole_word_masking_reproduces_the_original_output(tmp_path):
     # tests/data/README.md gives the original's command; the input and vocab are the demo's.
     output = str(tmp_path / "wwm.tfrecord")
@@ -122,6 +137,52 @@ def test_bad_scale_mode_flags_are_errors(fixtures_dir, tmp_path, arguments, mess
     with pytest.raises(ValueError, match=message):
         create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "o"), options(), **arguments)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "output_file, workers, message",
+    [
+        (",", 0, r"^--output_file: no output file given$"),
+        (",", 2, r"^--output_file: no output file given$"),
+        ("{tmp}/a,{tmp}/a", 0, r"^--output_file: .*/a given more than once$"),
+        ("{tmp}/directory", 0, r"^--output_file: .*/directory is a directory, not a file to write$"),
+        ("{tmp}/file/o", 0, r"^--output_file: cannot write .*/file/o: .*/file is a file, not a directory$"),
+        ("{tmp}/file/o", 2, r"^--output_file: cannot write .*/file/o-00000-of-00001: .*/file is a file"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_an_error_before_the_work(
+    fixtures_dir, tmp_path, output_file, workers, message
+):
+    (tmp_path / "directory").mkdir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match=message):
+        create_pretraining_data(
+            pf.SAMPLE_TEXT, output_file.format(tmp=tmp_path), options(), num_workers=workers
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["directory", "file"]
+    assert not list((tmp_path / "directory").iterdir())
+
+
+def test_an_interrupted_scale_mode_run_leaves_no_shard(fixtures_dir, corpus_dir, tmp_path, monkeypatch):
+    """Shards are renamed into place only once all are made: a run stopped after two of them
+    leaves neither finished-looking shards nor temporary files."""
+    written = []
+
+    def write_then_stop(records, paths):
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        write_records(records, paths)
+        written.extend(paths)
+
+    write_records = pipeline._write
+    monkeypatch.setattr(pipeline, "_write", write_then_stop)
+    corpus = str(corpus_dir / "corpus.txt")
+    with pytest.raises(KeyboardInterrupt):
+        create_pretraining_data(
+            corpus, str(tmp_path / "out" / "train"), options(), num_workers=2, shard_size_mb=0.02
+        )
+    assert len(written) == 2 and all(".tmp-" in path for path in written)
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def test_outputs_are_written_round_robin(fixtures_dir, tmp_path):

@@ -32,8 +32,8 @@ def main(argv):
     if FLAGS.keras_model:
         if not FLAGS.output:
             raise ValueError("--keras_model needs --output (the Google checkpoint prefix to write)")
-        model = converter.keras_to_google(FLAGS.keras_model, FLAGS.output)
-        print(f"Wrote {len(model.weights)} variables to {FLAGS.output} (read back identically).")
+        model, prefix = converter.keras_to_google(FLAGS.keras_model, FLAGS.output)
+        print(f"Wrote {len(model.weights)} variables to {prefix} (read back identically).")
         return 0
     if not (FLAGS.bert_config_file and FLAGS.init_checkpoint):
         raise ValueError("give --bert_config_file and --init_checkpoint, or --keras_model")

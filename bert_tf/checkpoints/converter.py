@@ -165,14 +165,24 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
     Raises:
       ValueError: Bad config, checkpoint or output name (the message names it).
     """
-    if output and not output.endswith((".keras", ".weights.h5")):
-        raise ValueError(f"{output}: the output must end in .keras or .weights.h5")
+    if output:
+        if not output.endswith((".keras", ".weights.h5")):
+            raise ValueError(f"{output}: the output must end in .keras or .weights.h5")
+        files.check_output_path(output, "--output")
     config = BertConfig.from_json_file(bert_config_file)
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
     model_class = BertPretrainer if all(n in names for n in _HEAD_VARIABLES) else BertModel
     model = model_class(config)
     report = load_google_checkpoint(model, prefix)
+    # The encoder's own weights left over mean a config smaller than the checkpoint's (fewer
+    # layers, say): the check below would pass, since the reference reads the same config.
+    left_out = [name for name in report.unused_weights if name.startswith("bert/")]
+    if left_out:
+        raise ValueError(
+            f"{bert_config_file}: the checkpoint {prefix} has {len(left_out)} encoder weights this "
+            f"config has no place for ({', '.join(left_out[:3])}, ...); is it the config of this checkpoint?"
+        )
     # The reference reads the checkpoint itself, so a loading mistake cannot hide.
     weights = reference.load_checkpoint_weights(prefix)
     verification = verify_against_reference(
@@ -198,20 +208,29 @@ def keras_to_google(keras_model, output_checkpoint):
 
     Args:
       keras_model: A bert_tf model, or the path of one saved as `.keras`.
-      output_checkpoint: The prefix to write, e.g. `out/bert_model.ckpt`; the config goes to
-        `bert_config.json` in the same directory.
+      output_checkpoint: The prefix to write, e.g. `out/bert_model.ckpt`, or a directory
+        (an existing one, or a path ending in "/"), where `bert_model.ckpt` is written; the
+        config goes to `bert_config.json` in the same directory.
 
     Returns:
-      The model that was written.
+      (the model that was written, the checkpoint prefix written).
 
     Raises:
-      ValueError: The `.keras` file is missing or not a bert_tf model, or the written
-        checkpoint does not read back identically.
+      ValueError: The `.keras` file is missing or not a bert_tf model, the output cannot be
+        written there, or the written checkpoint does not read back identically.
     """
+    if output_checkpoint.endswith("/") or files.isdir(output_checkpoint):
+        output_checkpoint = os.path.join(output_checkpoint, "bert_model.ckpt")
+    files.check_output_path(output_checkpoint, "--output")
     if isinstance(keras_model, str):
         if not files.exists(keras_model):
             raise ValueError(f"{keras_model}: no such Keras model file")
-        path, keras_model = keras_model, keras.models.load_model(keras_model)
+        path = keras_model
+        try:
+            keras_model = keras.models.load_model(path)
+        except (ValueError, OSError) as e:
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ValueError(f"{path}: not a Keras model saved as .keras ({reason})") from None
         if not isinstance(keras_model, (BertModel, BertPretrainer)):
             raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
     save_google_checkpoint(keras_model, output_checkpoint)
@@ -220,4 +239,4 @@ def keras_to_google(keras_model, output_checkpoint):
     for weight in keras_model.weights:
         if np.asarray(weight).tobytes() != written[weight.path].tobytes():
             raise ValueError(f"{output_checkpoint}: {weight.path} did not read back identically")
-    return keras_model
+    return keras_model, output_checkpoint

@@ -137,8 +137,8 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
       A `Summary` of the counters; its `output_files` are in name order.
 
     Raises:
-      ValueError: What scale mode rejects: several output files, a bad vocab, an input
-        without text (the empty files Beam wrote for it are removed).
+      ValueError: What scale mode rejects: a bad vocab, an input without text (the empty
+        files Beam wrote for it are removed).
     """
     start = time.monotonic()
     shards = plan_scale_mode(input_files, output_file, options, shard_size_mb)

@@ -87,8 +87,9 @@ class CorpusBuilder:
         """Adds the lines of `path`, local or not (of the lines starting in its byte range
         [start, end) if given).
 
-        The end of a file ends the document being read, as in the original, where documents
-        never continue across files.
+        Only a blank line ends a document, as in the original, which reads all the files into
+        one list of documents: a file that does not end with a blank line has its last document
+        continue into the next file's first (`build` ends the last one).
         """
         with open_file(path, "rb") as reader:
             reader.seek(start)
@@ -97,7 +98,6 @@ class CorpusBuilder:
                 # The offset, not a sum of line lengths: tf.io.gfile drops the "\r" of "\r\n".
                 if end is not None and reader.tell() >= end:
                     break
-        self.end_document()
 
     def build(self):
         self.end_document()

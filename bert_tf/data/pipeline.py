@@ -14,6 +14,7 @@ On Apache Beam (`runner=...`, `beam_pipeline.py`), the same shards are made by t
 `_ShardMaker.make_shard` on the runner's workers, and Beam's sink writes them.
 """
 
+import contextlib
 import dataclasses
 import logging
 import multiprocessing
@@ -284,10 +285,8 @@ def plan_scale_mode(input_files, output_file, options, shard_size_mb):
       The shards of `plan_shards`.
 
     Raises:
-      ValueError: Several output files, a bad vocab, or an empty input.
+      ValueError: A bad vocab, or an empty input.
     """
-    if "," in output_file:
-        raise ValueError("scale mode writes sharded files: give a single --output_file prefix")
     _ShardMaker(options)  # fail here, not in a worker, on a bad vocab
     shards = plan_shards(input_files, int(shard_size_mb * (1 << 20)))
     if not shards:
@@ -302,6 +301,9 @@ def shard_file_name(output_file, index, num_shards):
 def create_sharded(input_files, output_file, options, num_workers, shard_size_mb=8):
     """Scale mode: shards processed by `num_workers` processes, one output file each.
 
+    Every shard is written under a temporary name and renamed into place once all are made, so
+    an interrupted run leaves no finished-looking subset of the shards.
+
     Returns:
       A `Summary`; its `output_files` are in shard order.
     """
@@ -313,11 +315,14 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
     names = {}
     context = multiprocessing.get_context("spawn")
     jobs = list(enumerate(shards))
-    with context.Pool(num_workers, initializer=_init_worker, initargs=(options,)) as pool:
+    with (
+        contextlib.ExitStack() as outputs,  # renames every shard at its end, or deletes them all
+        context.Pool(num_workers, initializer=_init_worker, initargs=(options,)) as pool,
+    ):
         for index, records, shard_summary in pool.imap_unordered(_make_shard, jobs):
             if records:
                 name = shard_file_name(output_file, index, len(shards))
-                _write(records, [name])
+                _write(records, [outputs.enter_context(files.atomic_output(name))])
                 names[index] = name
             summary.add(shard_summary)
             progress.update(shards=len(names), documents=summary.documents, instances=summary.instances)
@@ -374,15 +379,35 @@ def create_pretraining_data(
     if runner:  # before anything is read: a missing Beam or a bad pipeline option fails first
         beam_pipeline = _import_beam_pipeline()
         pipeline = beam_pipeline.make_pipeline(runner, pipeline_args, num_workers)
+    output_files = _output_files(output_file, sharded=bool(num_workers or runner))
     input_files = files.expand_input_patterns(input_file)
     if runner:
         return beam_pipeline.create_with_beam(
-            pipeline, input_files, output_file, options, shard_size_mb, num_output_shards
+            pipeline, input_files, output_files[0], options, shard_size_mb, num_output_shards
         )
     if num_workers:
-        return create_sharded(input_files, output_file, options, num_workers, shard_size_mb)
-    output_files = [path.strip() for path in output_file.split(",") if path.strip()]
+        return create_sharded(input_files, output_files[0], options, num_workers, shard_size_mb)
     return create_exact(input_files, output_files, options)
+
+
+def _output_files(output_file, sharded):
+    """`--output_file`'s paths, checked before any work: at least one, none twice, each one a
+    file that can be written (for scale mode and Beam, the prefix of the shards' names).
+
+    Raises:
+      ValueError: The message names the flag and the path.
+    """
+    output_files = [path.strip() for path in output_file.split(",") if path.strip()]
+    if not output_files:
+        raise ValueError("--output_file: no output file given")
+    if sharded and len(output_files) > 1:
+        raise ValueError("scale mode writes sharded files: give a single --output_file prefix")
+    repeated = sorted({path for path in output_files if output_files.count(path) > 1})
+    if repeated:
+        raise ValueError(f"--output_file: {', '.join(repeated)} given more than once")
+    for path in output_files:
+        files.check_output_path(shard_file_name(path, 0, 1) if sharded else path, "--output_file")
+    return output_files
 
 
 def _import_beam_pipeline():
