@@ -149,3 +149,33 @@ def test_index_without_data_file(fixtures_dir, tmp_path):
     shutil.copy(os.path.join(mf.GOOGLE_TINY, "bert_model.ckpt.index"), tmp_path / "m.ckpt.index")
     with pytest.raises(ValueError, match=r"no m\.ckpt\.data-\* file"):
         load_google_checkpoint(BertModel(tiny_config()), str(tmp_path / "m.ckpt"))
+
+
+def test_writing_over_a_sharded_checkpoint_replaces_it_whole(fixtures_dir, tmp_path, monkeypatch):
+    """The original's training checkpoint has three data shards: writing one file over it
+    leaves the new checkpoint alone, and a write killed before its index leaves no checkpoint,
+    never the old index over new data."""
+    from bert_tf.checkpoints import google, write_checkpoint
+
+    for name in os.listdir(os.path.dirname(TRAIN_CKPT)):
+        if name.startswith("model.ckpt-3."):
+            shutil.copy(os.path.join(os.path.dirname(TRAIN_CKPT), name), tmp_path / name)
+    prefix = str(tmp_path / "model.ckpt-3")
+    write_checkpoint(prefix, [("w", np.arange(3.0))])
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index"]
+    np.testing.assert_array_equal(tf.train.load_checkpoint(prefix).get_tensor("w"), np.arange(3.0))
+
+    renames = []
+
+    def rename_data_then_stop(source, target):
+        if target.endswith(".index"):
+            raise KeyboardInterrupt("killed before the index")
+        renames.append(target)
+        os.replace(source, target)
+
+    monkeypatch.setattr(google.files, "rename", rename_data_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        write_checkpoint(prefix, [("w", np.zeros(3))])
+    assert renames == [prefix + ".data-00000-of-00001"]
+    assert not os.path.exists(prefix + ".index")  # no checkpoint: not the old index on new data
+    assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]

@@ -208,7 +208,9 @@ def write_checkpoint(prefix, named_tensors):
 
     The files are written under a temporary prefix beside `prefix`, then renamed into place,
     the data file first: a prefix is only a checkpoint once its index exists, so a reader never
-    sees a half-written one (on GCS, where a rename is a copy, the index still comes last).
+    sees a half-written one (on GCS, where a rename is a copy, the index still comes last). A
+    checkpoint already at `prefix` loses its index before its data is replaced (a reader finds
+    it whole, or no checkpoint, or the new one whole), and its other data shards after.
 
     Args:
       prefix: The checkpoint prefix, local or not (`gs://...`); writes `prefix.index` and
@@ -237,8 +239,14 @@ def write_checkpoint(prefix, named_tensors):
             shape_and_slices=[""] * len(names),
             tensors=[tf.convert_to_tensor(value) for _, value in named_tensors],
         )
+        data = prefix + ".data-00000-of-00001"
+        if files.exists(prefix + ".index"):
+            files.remove(prefix + ".index")
         for suffix in (".data-00000-of-00001", ".index"):
             files.rename(tmp_prefix + suffix, prefix + suffix)
+        for stale in files.glob(prefix + ".data-*-of-*"):
+            if stale != data:
+                files.remove(stale)
     finally:
         for leftover in files.glob(tmp_prefix + ".*"):
             files.remove(leftover)
