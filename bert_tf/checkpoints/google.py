@@ -239,13 +239,13 @@ def write_checkpoint(prefix, named_tensors):
             shape_and_slices=[""] * len(names),
             tensors=[tf.convert_to_tensor(value) for _, value in named_tensors],
         )
-        data = prefix + ".data-00000-of-00001"
-        if files.exists(prefix + ".index"):
-            files.remove(prefix + ".index")
-        for suffix in (".data-00000-of-00001", ".index"):
+        data, index = ".data-00000-of-00001", ".index"
+        if files.exists(prefix + index):
+            files.remove(prefix + index)
+        for suffix in (data, index):
             files.rename(tmp_prefix + suffix, prefix + suffix)
         for stale in files.glob(prefix + ".data-*-of-*"):
-            if stale != data:
+            if stale != prefix + data:
                 files.remove(stale)
     finally:
         for leftover in files.glob(tmp_prefix + ".*"):

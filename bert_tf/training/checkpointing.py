@@ -178,21 +178,20 @@ class TrainingCheckpoints:
         if not exists(state_prefix + ".index"):
             logger.info("%s has no input state: the input starts afresh", prefix)
             return step
-        saved = (
-            open_checkpoint(state_prefix).get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
-        )
-        if saved != self.input_description:
+        state = open_checkpoint(state_prefix)
+        description = state.get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
+        if description != self.input_description:
             logger.warning(
                 "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
                 prefix,
-                saved,
+                description,
                 self.input_description,
             )
             return step
         # A state saved without some of today's parts (the loss scale of a run switched to
         # mixed_float16) restores the rest; those parts start afresh.
-        saved = {name.split("/")[0] for name in open_checkpoint(state_prefix).get_variable_to_shape_map()}
-        restored = {key: value for key, value in self.input_state.items() if key in saved}
+        saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
+        restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
         if afresh := sorted(self.input_state.keys() - restored.keys()):
             logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
         # expect_partial: the saved description is read above, not restored into an object.
