@@ -444,6 +444,19 @@ def hf_forward(shape, steps, warmup, compiled):
     return shape["batch"] / seconds
 
 
+def versions():
+    """The versions of the packages the run uses, those it can import."""
+    import importlib
+
+    found = []
+    for name in ("jax", "keras", "keras_hub", "torch", "transformers"):
+        try:
+            found.append(f"{name} {importlib.import_module(name).__version__}")
+        except ImportError:
+            continue
+    return ", ".join(found)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
@@ -475,6 +488,7 @@ def main():
 
     shape = TINY if args.tiny else BASE
     print(f"device: {jax.devices()[0]}; {shape}, seq {SEQ}, {PREDICTIONS} masked positions, bf16")
+    print(f"versions: {versions()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     runs = {
         "train": [
             ("bert_tf", lambda: bert_tf_train(shape, args.steps, args.warmup, profile=profile("train"))),

@@ -1,10 +1,11 @@
-"""Dropout: the keep decisions from 15 bits of each draw, the scale, the rate and the gradient."""
+"""Dropout: the keep decisions from 15 bits of each draw, the scale, the rate and the gradient;
+the keyed draws against a NumPy reference of their hash, and their statistics."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.modeling.dropout import Dropout, drop_threshold, dropout_training_form
+from bert_tf.modeling.dropout import Dropout, drop_threshold, dropout_training_form, keyed_draws
 
 
 def expected_keep(draws, width, threshold):
@@ -46,8 +47,9 @@ def test_training_form_keeps_where_the_draws_bits_reach_the_threshold(width, com
 
 @pytest.mark.parametrize("rate", [0.1, 0.5])
 @pytest.mark.parametrize("compiled", [False, True], ids=["keras_ops", "xla"])
-def test_layer_drops_at_the_rate_and_keeps_the_expectation(rate, compiled):
-    layer = Dropout(rate, seed=7)
+@pytest.mark.parametrize("keyed", [False, True], ids=["drawn", "keyed"])
+def test_layer_drops_at_the_rate_and_keeps_the_expectation(rate, compiled, keyed):
+    layer = Dropout(rate, seed=7, keyed=keyed)
     if compiled:  # as the trainer's `TrainStep` compiles it
         layer.compile_training_form(lambda f: tf.function(f, jit_compile=True))
     ones = tf.ones([256, 768])
@@ -79,3 +81,73 @@ def test_identity_out_of_training_and_at_rates_that_round_to_zero():
 def test_rate_outside_zero_to_one_is_an_error(rate):
     with pytest.raises(ValueError, match="dropout rate"):
         Dropout(rate)
+
+
+def lowbias32(x):
+    """NumPy reference of the documented hash, on uint64 holding uint32 values."""
+    mask = 0xFFFFFFFF
+    x = ((x ^ (x >> 16)) * 0x7FEB352D) & mask
+    x = ((x ^ (x >> 15)) * 0x846CA68B) & mask
+    return x ^ (x >> 16)
+
+
+def reference_keyed_draws(shape, key):
+    index = np.arange(np.prod(shape), dtype=np.uint64).reshape(shape)
+    key = np.asarray(key, np.uint64)
+    return (lowbias32(lowbias32(index ^ key[0]) ^ key[1]) & ((1 << 30) - 1)).astype(np.int32)
+
+
+@pytest.mark.parametrize("key", [(0, 0), (1, 2), ((1 << 30) - 1, 12345)])
+def test_keyed_draws_are_the_documented_hash_of_index_and_key(key):
+    shape = (3, 4, 1, 5)
+    got = keyed_draws(shape, tf.constant(key, tf.int32))
+    np.testing.assert_array_equal(np.asarray(got), reference_keyed_draws(shape, key))
+
+
+def test_keyed_draws_look_uniform_and_independent():
+    """Each 15-bit half is uniform (chi-square over 64 buckets), neighbours and the two halves
+    of a draw are uncorrelated, and keys one apart give unrelated draws: an identity or a weak
+    mix of the index fails these."""
+    count = 1 << 20
+    draws = np.asarray(keyed_draws((count,), tf.constant([7, 8], tf.int32))).astype(np.int64)
+    halves = (draws & 0x7FFF, draws >> 15)
+    expected = count / 64
+    for half in halves:
+        histogram = np.bincount(half >> 9, minlength=64)
+        chi2 = ((histogram - expected) ** 2 / expected).sum()
+        assert chi2 < 130, chi2  # 63 degrees of freedom: the 0.99999 quantile is about 120
+    uniform = [h / 32768.0 - 0.5 for h in halves]
+    sigma = 1 / np.sqrt(count)
+    assert abs(np.corrcoef(uniform[0], uniform[1])[0, 1]) < 5 * sigma
+    assert abs(np.corrcoef(uniform[0][1:], uniform[0][:-1])[0, 1]) < 5 * sigma
+    # Both neighbours dropped at rate 0.1: p^2, not p.
+    dropped = halves[0] < drop_threshold(0.1)
+    both = (dropped[1:] & dropped[:-1]).mean()
+    p = dropped.mean()
+    assert abs(both - p * p) < 5 * np.sqrt(p * p / count)
+    other = np.asarray(keyed_draws((count,), tf.constant([7, 9], tf.int32))).astype(np.int64)
+    assert abs(np.mean((draws ^ other) >> 29 & 1) - 0.5) < 5 * sigma
+
+
+def test_keyed_draws_need_a_static_shape():
+    with pytest.raises(ValueError, match="static shape"):
+        keyed_draws((None, 1, 4), tf.constant([1, 2], tf.int32))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["keras_ops", "xla"])
+def test_keyed_training_form_recomputes_the_forward_mask_for_the_gradient(compiled):
+    rng = np.random.default_rng(1)
+    rows, width, threshold, key = 64, 10, drop_threshold(0.2), (3, 4)
+    x = rng.normal(size=(rows, width)).astype(np.float32)
+    upstream = rng.normal(size=(rows, width)).astype(np.float32)
+    compile_fn = (lambda f: tf.function(f, jit_compile=True)) if compiled else None
+    form = dropout_training_form(threshold, compile_fn, keyed=True)
+    x_tensor = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x_tensor)
+        y = form(x_tensor, tf.constant(key, tf.int32))
+    gradient = tape.gradient(y, x_tensor, output_gradients=tf.constant(upstream))
+    keep = expected_keep(reference_keyed_draws((rows, 1, width // 2), key), width, threshold)
+    scale = 32768 / (32768 - threshold)
+    np.testing.assert_allclose(y.numpy(), np.where(keep, x * scale, 0.0), rtol=1e-6, atol=0)
+    np.testing.assert_allclose(gradient.numpy(), np.where(keep, upstream * scale, 0.0), rtol=1e-6, atol=0)

@@ -616,6 +616,40 @@ def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
     assert biases == [(2, 1, rows or 5, 5)]
 
 
+@pytest.mark.parametrize("rows, fused", [(3, False), (4, True), (None, True)])
+def test_training_takes_the_fused_attention_for_even_lengths_only(monkeypatch, rows, fused):
+    """cuDNN's fused attention with a bias has no backward pass for odd lengths (Keras would log
+    the failure and fall back): training with attention dropout 0 computes those explicitly."""
+    from bert_tf.modeling.attention import SelfAttention
+
+    config = BertConfig(
+        vocab_size=10,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=16,
+        attention_probs_dropout_prob=0.0,
+    )
+    layer = SelfAttention(config)
+    layer.fused_attention, layer.fold_biases = True, False
+    layer.build()
+    calls = []
+    fused_attention = keras.ops.dot_product_attention
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs["scale"])
+        return fused_attention(*args, **kwargs)
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
+    rng = np.random.RandomState(0)
+    states = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 32)), "float32")
+    from_states = None if rows is None else states[:, :rows]
+    mask = keras.ops.convert_to_tensor(np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]]), "int32")
+    layer(states, mask, from_states=from_states, training=True)
+    # The fused attention scales the scores itself: the query reaches it unscaled.
+    assert calls == ([1 / np.sqrt(8)] if fused else [])
+
+
 @pytest.mark.parametrize(
     "dtype, rtol, atol",
     [("float32", 0, 1e-6), ("mixed_float16", 5e-3, 2e-3), ("mixed_bfloat16", 2e-2, 2e-2)],

@@ -19,9 +19,10 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     """Per head: `softmax(Q K^T / sqrt(head_size) + (1 - mask) * -10000) V`, heads concatenated.
 
     Creates `query`, `key`, `value` (each `kernel` [H, H] and `bias` [H]) in that order.
-    Under mixed precision the query is scaled by `1 / sqrt(head_size)` before `Q K^T`, which
+    In `explicit_attention` the query is scaled by `1 / sqrt(head_size)` before `Q K^T`, which
     then cannot overflow float16 unless the scaled scores do, and the mask and softmax are
-    computed in float32 (a bfloat16 forward pass on TensorFlow excepted: `explicit_attention`).
+    computed in float32 (a bfloat16 forward pass on TensorFlow excepted); the fused attention
+    takes the scale as its argument.
 
     `fused_attention` (default: on every backend but TensorFlow) chooses the backend's fused
     attention when no dropout applies; otherwise `explicit_attention` computes the same context
@@ -98,9 +99,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         batch = ops.shape(input_mask)[0]
         fold = self.fold_biases and not training
         scale = 1.0 / math.sqrt(self.head_size)
-        # Scaled before the product, not after: in float16, Q K^T overflows (65504) long
-        # before Q K^T / sqrt(head_size) does.
-        query = self._heads(self._project(self.query, from_states, not fold), batch) * scale
+        query = self._heads(self._project(self.query, from_states, not fold), batch)
         key = self._heads(self._project(self.key, hidden_states, not fold), batch)
         value = self._heads(self._project(self.value, hidden_states, not fold), batch)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
@@ -108,16 +107,22 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
             query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
             adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
-        if not self.fused_attention or self.dropout.drops(training):
-            context = self.explicit_attention(query, key, value, adder, training)
+        from_length, length = ops.shape(query)[1], ops.shape(key)[1]
+        # cuDNN's fused attention with a bias differentiates only even lengths; Keras would try
+        # it, log the failure with its traceback and fall back (pretraining's last layer attends
+        # from the masked positions and [CLS]: often an odd count).
+        odd_lengths = any(isinstance(n, int) and n % 2 for n in (from_length, length))
+        if not self.fused_attention or self.dropout.drops(training) or (training and odd_lengths):
+            # The query scaled before the product, not after: in float16, Q K^T overflows
+            # (65504) long before Q K^T / sqrt(head_size) does.
+            context = self.explicit_attention(query * scale, key, value, adder, training)
         else:
-            # The backend's fused attention (flash attention where it has one); the softmax is
-            # computed in float32. cuDNN's fused attention (JAX on a GPU) takes a bias only of
-            # [batch or 1, heads or 1, from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to
-            # its unfused attention.
-            from_length, length = ops.shape(query)[1], ops.shape(key)[1]
+            # The backend's fused attention (flash attention where it has one): the scores are
+            # accumulated, scaled and normalised in float32, and the scale costs no pass over
+            # the queries. cuDNN's (JAX on a GPU) takes a bias only of [batch or 1, heads or 1,
+            # from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to its unfused attention.
             bias = ops.broadcast_to(adder, (batch, ops.shape(adder)[1], from_length, length))
-            context = ops.dot_product_attention(query, key, value, bias=bias, scale=1.0)
+            context = ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
         context = ops.reshape(context, ops.shape(from_states))
         value_bias = self.value.bias if fold else None
         if defer_value_bias:
