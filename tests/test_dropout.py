@@ -129,9 +129,15 @@ def test_keyed_draws_look_uniform_and_independent():
     assert abs(np.mean((draws ^ other) >> 29 & 1) - 0.5) < 5 * sigma
 
 
-def test_keyed_draws_need_a_static_shape():
-    with pytest.raises(ValueError, match="static shape"):
-        keyed_draws((None, 1, 4), tf.constant([1, 2], tf.int32))
+def test_keyed_draws_of_a_shape_known_when_the_graph_runs():
+    """In a TensorFlow graph whose batch is unknown at tracing (`Dropout(keyed=True)` on
+    TensorFlow), the draws are the same as with the static shape."""
+    key = tf.constant([5, 6], tf.int32)
+    draws = tf.function(
+        lambda x: keyed_draws((tf.shape(x)[0], 1, 4), key),
+        input_signature=[tf.TensorSpec([None, 8], tf.float32)],
+    )
+    np.testing.assert_array_equal(draws(tf.zeros([3, 8])).numpy(), reference_keyed_draws((3, 1, 4), (5, 6)))
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["keras_ops", "xla"])

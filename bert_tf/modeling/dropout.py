@@ -9,12 +9,12 @@ element is dropped when its 15 bits are below `round(rate * 2^15)`: the rate is 
 2^15 (0.1 becomes 0.100006), and the scale is exactly the inverse of the keep probability, so
 the expectation of the output is the input.
 
-On JAX the draws are not drawn and kept: each call draws a key of two numbers, and the draws
-are a hash of each draw's index and the key (`keyed_draws`), computed again in the backward
-pass. XLA fuses that integer arithmetic into the element-wise work around it, so the dropout
-of a [batch, heads, seq, seq] tensor costs no pass over memory for its randomness, where
-threefry's draws (`jax.random`) cost their generation, a write and two reads (BUILD_NOTES.md,
-"Dropout on JAX").
+On JAX, where XLA compiles every step, the draws are not drawn and kept: each call draws a key
+of two numbers, and the draws are a hash of each draw's index and the key (`keyed_draws`),
+computed again in the backward pass. XLA fuses that integer arithmetic into the element-wise
+work around it, so the dropout of a [batch, heads, seq, seq] tensor costs no pass over memory
+for its randomness, where threefry's draws (`jax.random`) cost their generation, a write and two
+reads (BUILD_NOTES.md, "Dropout on JAX: keyed draws").
 """
 
 import functools
@@ -57,16 +57,15 @@ def keyed_draws(shape, key):
     element (row-major), the low 30 bits of `h(h(i ^ key[0]) ^ key[1])`, `h` = `_lowbias32`.
 
     Args:
-      shape: The static shape of the draws (`draws_shape`); at most 2^31 elements.
+      shape: The shape of the draws (`draws_shape`), at most 2^31 elements; its sizes may be
+        scalar tensors where a TensorFlow graph knows them only when it runs.
       key: int32 [2], e.g. from `keras.random.randint`.
 
     Returns:
       int32 draws of `shape`.
     """
-    if not all(isinstance(n, int) for n in shape):
-        raise ValueError(f"keyed dropout needs a static shape, got {shape}: use keyed=False")
     size = math.prod(shape)
-    if size > 1 << 31:
+    if isinstance(size, int) and size > 1 << 31:
         raise ValueError(f"keyed dropout draws at most 2^31 numbers a call; shape {shape} has {size}")
     key = ops.cast(key, "uint32")
     index = ops.cast(ops.reshape(ops.arange(size, dtype="int32"), shape), "uint32")
@@ -118,7 +117,7 @@ def dropout_training_form(threshold, compile_fn=None, keyed=False):
     """
 
     def forward(x, source):
-        draws = keyed_draws(draws_shape(x.shape), source) if keyed else source
+        draws = keyed_draws(draws_shape(ops.shape(x)), source) if keyed else source
         return _dropout_forward(x, draws, threshold)
 
     if compile_fn:
