@@ -1,6 +1,11 @@
 """Dropout: the keep decisions from 15 bits of each draw, the scale, the rate and the gradient;
 the keyed draws against a NumPy reference of their hash, and their statistics."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -157,3 +162,50 @@ def test_keyed_training_form_recomputes_the_forward_mask_for_the_gradient(compil
     scale = 32768 / (32768 - threshold)
     np.testing.assert_allclose(y.numpy(), np.where(keep, x * scale, 0.0), rtol=1e-6, atol=0)
     np.testing.assert_allclose(gradient.numpy(), np.where(keep, upstream * scale, 0.0), rtol=1e-6, atol=0)
+
+
+_JAX_SCRIPT = """
+import json, sys
+import jax, keras, numpy as np
+assert keras.backend.backend() == "jax", keras.backend.backend()
+sys.path.insert(0, {repo!r})
+from bert_tf.modeling.dropout import Dropout, drop_threshold, dropout_training_form
+threshold = drop_threshold(0.2)
+form = dropout_training_form(threshold, keyed=True)
+x = np.random.default_rng(0).normal(size=(64, 10)).astype(np.float32)
+upstream = np.random.default_rng(1).normal(size=(64, 10)).astype(np.float32)
+key = np.array([3, 4], np.int32)
+y = jax.jit(form)(x, key)
+gradient = jax.jit(jax.grad(lambda x: (form(x, key) * upstream).sum()))(x)
+layer = Dropout(0.1, seed=5)
+ones = np.ones((256, 768), np.float32)
+kept = float((np.asarray(jax.jit(lambda o: layer(o, training=True))(ones)) != 0).mean())
+y, gradient = np.asarray(y).tolist(), np.asarray(gradient).tolist()
+print(json.dumps(dict(keyed=layer.keyed, y=y, gradient=gradient, kept=kept)))
+"""
+
+
+def test_keyed_dropout_is_the_default_on_jax_and_matches_the_reference_under_jit():
+    """On JAX (its default there), the jitted training form's output and gradient keep exactly
+    the elements the NumPy reference of the keyed draws keeps, and the layer keeps ~90%."""
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [sys.executable, "-c", _JAX_SCRIPT.format(repo=repo)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["keyed"] is True
+    threshold = drop_threshold(0.2)
+    x = np.random.default_rng(0).normal(size=(64, 10)).astype(np.float32)
+    upstream = np.random.default_rng(1).normal(size=(64, 10)).astype(np.float32)
+    keep = expected_keep(reference_keyed_draws((64, 1, 5), (3, 4)), 10, threshold)
+    scale = 32768 / (32768 - threshold)
+    np.testing.assert_allclose(out["y"], np.where(keep, x * scale, 0.0), rtol=1e-6, atol=0)
+    np.testing.assert_allclose(out["gradient"], np.where(keep, upstream * scale, 0.0), rtol=1e-6, atol=0)
+    p = 1 - drop_threshold(0.1) / 32768
+    assert abs(out["kept"] - p) < 5 * np.sqrt(p * (1 - p) / (256 * 768))
