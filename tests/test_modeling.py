@@ -587,41 +587,11 @@ def test_mixed_precision_pooler_casts_the_cls_rows_only():
     np.testing.assert_allclose(np.asarray(pooler(sequence), np.float64), want, atol=5e-3)
 
 
-@pytest.mark.parametrize("rows", [None, 3])
-def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
-    """cuDNN's fused attention (JAX on a GPU) takes a bias of [batch or 1, heads or 1, from_seq,
-    seq] only; the [batch, 1, 1, seq] mask would send JAX to its unfused attention."""
-    from bert_tf.modeling.attention import SelfAttention
-
-    config = BertConfig(
-        vocab_size=10, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=16
-    )
-    layer = SelfAttention(config)
-    # The choices on JAX; TensorFlow's defaults are the explicit form and the folded biases.
-    layer.fused_attention, layer.fold_biases = True, False
-    layer.build()
-    fused = keras.ops.dot_product_attention
-    biases = []
-
-    def recording(query, key, value, bias=None, **kwargs):
-        biases.append(tuple(keras.ops.shape(bias)))
-        return fused(query, key, value, bias=bias, **kwargs)
-
-    monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
-    rng = np.random.RandomState(0)
-    states = keras.ops.convert_to_tensor(rng.normal(size=(2, 5, 32)), "float32")
-    from_states = None if rows is None else states[:, :rows]
-    mask = keras.ops.convert_to_tensor(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), "int32")
-    layer(states, mask, from_states=from_states)
-    assert biases == [(2, 1, rows or 5, 5)]
-
-
-@pytest.mark.parametrize("rows, fused", [(3, False), (4, True), (None, True)])
-def test_training_takes_the_fused_attention_for_even_lengths_only(monkeypatch, rows, fused):
-    """cuDNN's fused attention with a bias has no backward pass for odd lengths (Keras would log
-    the failure and fall back): training with attention dropout 0 computes those explicitly."""
-    from bert_tf.modeling.attention import SelfAttention
-
+def fused_attention_calls(monkeypatch, length, rows, training):
+    """Runs a `SelfAttention` as on JAX (the fused attention, no folded biases), attention
+    dropout 0, over 2 sequences of `length` positions (the first padded after 3), `rows` of them
+    attending (None: all); returns the keyword arguments of each `dot_product_attention` call,
+    with the bias given as its shape."""
     config = BertConfig(
         vocab_size=10,
         hidden_size=32,
@@ -631,23 +601,39 @@ def test_training_takes_the_fused_attention_for_even_lengths_only(monkeypatch, r
         attention_probs_dropout_prob=0.0,
     )
     layer = SelfAttention(config)
+    # The choices on JAX; TensorFlow's defaults are the explicit form and the folded biases.
     layer.fused_attention, layer.fold_biases = True, False
     layer.build()
+    fused = keras.ops.dot_product_attention
     calls = []
-    fused_attention = keras.ops.dot_product_attention
 
-    def recording(*args, **kwargs):
-        calls.append(kwargs["scale"])
-        return fused_attention(*args, **kwargs)
+    def recording(query, key, value, bias=None, **kwargs):
+        calls.append(dict(kwargs, bias=tuple(keras.ops.shape(bias))))
+        return fused(query, key, value, bias=bias, **kwargs)
 
     monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
-    rng = np.random.RandomState(0)
-    states = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 32)), "float32")
+    states = keras.ops.convert_to_tensor(np.random.RandomState(0).normal(size=(2, length, 32)), "float32")
     from_states = None if rows is None else states[:, :rows]
-    mask = keras.ops.convert_to_tensor(np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]]), "int32")
-    layer(states, mask, from_states=from_states, training=True)
+    mask = keras.ops.convert_to_tensor(np.array([[1] * 3 + [0] * (length - 3), [1] * length]), "int32")
+    layer(states, mask, from_states=from_states, training=training)
+    return calls
+
+
+@pytest.mark.parametrize("rows", [None, 3])
+def test_fused_attention_gets_a_bias_as_long_as_the_queries(monkeypatch, rows):
+    """cuDNN's fused attention (JAX on a GPU) takes a bias of [batch or 1, heads or 1, from_seq,
+    seq] only; the [batch, 1, 1, seq] mask would send JAX to its unfused attention."""
+    calls = fused_attention_calls(monkeypatch, 5, rows, training=False)
+    assert [call["bias"] for call in calls] == [(2, 1, rows or 5, 5)]
+
+
+@pytest.mark.parametrize("rows, fused", [(3, False), (4, True), (None, True)])
+def test_training_takes_the_fused_attention_for_even_lengths_only(monkeypatch, rows, fused):
+    """cuDNN's fused attention with a bias has no backward pass for odd lengths (Keras would log
+    the failure and fall back): training with attention dropout 0 computes those explicitly."""
+    calls = fused_attention_calls(monkeypatch, 6, rows, training=True)
     # The fused attention scales the scores itself: the query reaches it unscaled.
-    assert calls == ([1 / np.sqrt(8)] if fused else [])
+    assert [call["scale"] for call in calls] == ([1 / np.sqrt(8)] if fused else [])
 
 
 @pytest.mark.parametrize(
