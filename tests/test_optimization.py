@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bert_tf.training.optimization import AdamWeightDecay, Lamb, WarmupPolynomialDecay, clip_by_global_norm
-from bert_tf.training.step import _xla_compiled
+from bert_tf.training.step import _xla_compiled_update
 from tests import training_reference as ref
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -140,7 +140,7 @@ def test_the_xla_compiled_rule_against_numpy(make, numpy_rule):
     shared by the variables of that shape (the two 3-vectors here, one decayed and one not)."""
     params, grads = _problem(3)
     optimizer = make(learning_rate=WarmupPolynomialDecay(1e-2, num_train_steps=10, num_warmup_steps=2))
-    optimizer.compile_rule(_xla_compiled)
+    optimizer.compile_update(_xla_compiled_update)
     got = _keras_run(optimizer, params, grads)
     want = globals()[numpy_rule](params, grads)
     for name in NAMES:

@@ -149,9 +149,9 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
         self.beta_2 = float(beta_2)
         self.epsilon = float(epsilon)
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
-        # The update rule `update_step` applies: `apply_rule`, or a compiled copy of it that the
-        # training step sets with `compile_rule`.
-        self.rule = self.apply_rule
+        # What `update_step` runs: `assign_rule`, or the compiled form of it that the training
+        # step sets with `compile_update`.
+        self.update_variables = self.assign_rule
 
     def build(self, var_list):
         if self.built:
@@ -191,18 +191,24 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
             clipping factor of `clip_scale`, applied here so the gradient is read once).
         """
         index = self._get_variable_index(variable)
-        m, v = self.adam_m[index], self.adam_v[index]
         options = self._rule_options(index)
         if gradient_scale is not None:
             options["gradient_scale"] = gradient_scale
-        values = self.rule(gradient, variable, m, v, learning_rate, **options)
+        self.update_variables(
+            gradient, variable, self.adam_m[index], self.adam_v[index], learning_rate, **options
+        )
+
+    def assign_rule(self, gradient, variable, m, v, learning_rate, **options):
+        """Assigns `apply_rule`'s next values to `variable` and its moments `m` and `v`."""
+        values = self.apply_rule(gradient, variable, m, v, learning_rate, **options)
         for target, value in zip((variable, m, v), values, strict=True):
             self.assign(target, value)
 
-    def compile_rule(self, compile_fn):
-        """Makes `update_step` apply `compile_fn(self.apply_rule)` (e.g. an XLA-compiled
-        `tf.function`, which fuses the rule's element-wise ops into one loop per variable)."""
-        self.rule = compile_fn(self.apply_rule)
+    def compile_update(self, compile_fn):
+        """Makes `update_step` run `compile_fn(self.assign_rule)`: e.g. an XLA-compiled
+        `tf.function` of the variables themselves, which fuses the rule's element-wise ops into
+        one loop per variable and writes the next values over the old ones."""
+        self.update_variables = compile_fn(self.assign_rule)
 
     def _rule_options(self, index):
         """The Python-valued options of the rule for the variable at `index`."""
