@@ -74,6 +74,12 @@ def glob(pattern):
     return sorted(_glob.glob(pattern) if gfile is None else gfile.glob(pattern))
 
 
+def listdir(path):
+    """The names of the entries of directory `path` (not full paths), sorted."""
+    gfile = _gfile(path)
+    return sorted(os.listdir(path) if gfile is None else gfile.listdir(path))
+
+
 def size(path):
     """The size of a file in bytes."""
     gfile = _gfile(path)

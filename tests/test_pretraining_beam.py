@@ -107,6 +107,10 @@ def test_num_output_shards_sets_the_number_of_files(scale_run, tmp_path):
     assert beam.output_files == [str(tmp_path / f"beam-{i:05d}-of-00003") for i in range(3)]
     assert all(os.path.getsize(path) > 0 for path in beam.output_files)
     assert instances(beam.output_files) == instances(scale.output_files)
+    # A rerun with another count removes the earlier run's files (as scale mode does).
+    rerun = on_beam(scale_run, str(tmp_path / "beam"), num_output_shards=2)
+    assert sorted(str(p) for p in tmp_path.iterdir()) == rerun.output_files
+    assert instances(rerun.output_files) == instances(scale.output_files)
 
 
 @needs_beam

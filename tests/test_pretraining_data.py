@@ -317,6 +317,33 @@ def test_scale_mode_is_reproducible(fixtures_dir, corpus_dir, tmp_path):
         create_pretraining_data(corpus, "a,b", options(), num_workers=2)
 
 
+def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
+    fixtures_dir, corpus_dir, tmp_path, caplog
+):
+    """Scale mode's files are `<prefix>-SSSSS-of-NNNNN`: a rerun with fewer shards deletes the
+    earlier run's (a glob of the prefix would mix the two) and nothing else in the directory."""
+    corpus = str(corpus_dir / "corpus.txt")
+    prefix = tmp_path / "train"
+    others = ["train-extra", "train-00001-of-00002.txt", "trainx-00000-of-00001", "val-00000-of-00003"]
+    for name in others:
+        (tmp_path / name).write_text("not a shard of this run")
+
+    def run(shard_size_mb):
+        summary = create_pretraining_data(
+            corpus, str(prefix), options(dupe_factor=1), num_workers=2, shard_size_mb=shard_size_mb
+        )
+        return [os.path.basename(path) for path in summary.output_files]
+
+    first = run(0.02)
+    with caplog.at_level(logging.WARNING):
+        second = run(0.05)
+    assert len(first) > len(second) > 1
+    assert first[0].endswith(f"-of-{len(first):05d}") and second[0].endswith(f"-of-{len(second):05d}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(second + others)
+    removed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Removing ")]
+    assert len(removed) == len(first) and all(str(prefix) in message for message in removed)
+
+
 def test_shards_end_at_document_boundaries(tmp_path):
     path = tmp_path / "c.txt"
     path.write_bytes(b"a b\nc d\n\n" * 100)

@@ -23,7 +23,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from bert_tf import files
-from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, shard_file_name
+from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, remove_stale_shards, shard_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -170,5 +170,6 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
             for path in summary.output_files:
                 files.remove(path)
             raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+        remove_stale_shards(output_file, summary.output_files)
     summary.seconds = time.monotonic() - start
     return summary

@@ -18,7 +18,9 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing
+import os
 import random
+import re
 import time
 
 from bert_tf import files
@@ -298,6 +300,33 @@ def shard_file_name(output_file, index, num_shards):
     return f"{output_file}-{index:05d}-of-{num_shards:05d}"
 
 
+def remove_stale_shards(output_file, written):
+    """Deletes the shards of `output_file` (`<output_file>-SSSSS-of-NNNNN`) that this run did
+    not write: those of an earlier run with another shard count, or of a shard empty this time.
+    A glob of the prefix would otherwise train on them beside this run's. Call it once every
+    shard of this run is in place.
+
+    Args:
+      output_file: The prefix.
+      written: The paths of this run's shards.
+
+    Returns:
+      The paths removed.
+    """
+    directory, prefix = os.path.split(output_file)
+    shard_name = re.compile(re.escape(prefix) + r"-\d{5}-of-\d{5}")
+    kept = {os.path.basename(path) for path in written}
+    stale = [
+        os.path.join(directory, name)
+        for name in files.listdir(directory or ".")
+        if shard_name.fullmatch(name) and name not in kept
+    ]
+    for path in stale:
+        logger.warning("Removing %s: a shard of an earlier run with this --output_file", path)
+        files.remove(path)
+    return stale
+
+
 def create_sharded(input_files, output_file, options, num_workers, shard_size_mb=8):
     """Scale mode: shards processed by `num_workers` processes, one output file each.
 
@@ -330,6 +359,7 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
     if summary.documents == 0:
         raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
     summary.output_files = [names[i] for i in sorted(names)]
+    remove_stale_shards(output_file, summary.output_files)
     summary.seconds = time.monotonic() - start
     return summary
 
