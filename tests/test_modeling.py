@@ -356,6 +356,51 @@ def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
     np.testing.assert_allclose(np.asarray(tf.cast(layer(x, training=True), "float32")), got, atol=tolerance)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["autodiff", "kernel_transpose"])
+def test_intermediate_training_gradients_are_the_references(compiled):
+    """The training pass's gradients against central differences of the float64 layer, and, as
+    the trainer compiles it, its input gradient a product with the kernel's transpose made by
+    the compile function (`matmul_with_kernel_transpose`)."""
+    config = mf.tiny_config(hidden_size=16, intermediate_size=48)
+    layer = Intermediate(config)
+    layer.build()
+    rng = np.random.default_rng(0)
+    x, kernel = rng.standard_normal((2, 5, 16)), rng.standard_normal((16, 48)) * 0.5
+    bias, upstream = rng.standard_normal(48), rng.standard_normal((2, 5, 48))
+    x, kernel, bias = (v.astype("float32").astype(np.float64) for v in (x, kernel, bias))
+    layer.dense.kernel.assign(kernel.astype("float32"))
+    layer.dense.bias.assign(bias.astype("float32"))
+    transposed = []
+    if compiled:
+
+        def compile_fn(f):
+            compiled_f = tf.function(f, jit_compile=True)
+
+            def call(*args):
+                transposed.extend(tuple(a.shape) for a in args if f is keras.ops.transpose)
+                return compiled_f(*args)
+
+            return call
+
+        layer.compile_training_form(compile_fn)
+
+    def loss(x=x, kernel=kernel, bias=bias):  # float64: sum(upstream * GELU(x @ kernel + bias))
+        return float((upstream * ref.gelu_tanh(x @ kernel + bias)).sum())
+
+    inputs = tf.constant(x, "float32")
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        total = tf.reduce_sum(tf.constant(upstream, "float32") * layer(inputs, training=True))
+    d_x, d_kernel, d_bias = tape.gradient(total, [inputs, layer.dense.kernel, layer.dense.bias])
+    for got, want in (
+        (d_x, _numeric_gradient(lambda v: loss(x=v), x)),
+        (d_kernel, _numeric_gradient(lambda v: loss(kernel=v), kernel)),
+        (d_bias, _numeric_gradient(lambda v: loss(bias=v), bias)),
+    ):
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=0, atol=3e-5)
+    assert transposed == ([(16, 48)] if compiled else [])
+
+
 def _transformer_layer_with_large_biases(dtype=None):
     """A hidden-32 `TransformerLayer` without dropout whose biases and LayerNorm betas are
     N(0, 1) (the original's start at zero), and its weights by their Google names."""

@@ -68,13 +68,18 @@ class Intermediate(BertConfigured, keras.layers.Layer):
             config.intermediate_size, config, self.dtype_policy, get_activation(config.hidden_act)
         )
         self.training_activation = get_activation(config.hidden_act, training=True)
+        # What the training pass's input gradient multiplies the upstream gradient by: None for
+        # automatic differentiation's `upstream @ kernel^T`, or a function giving the kernel's
+        # transpose (`compile_training_form`; see `matmul_with_kernel_transpose`).
+        self.kernel_transpose = None
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
 
     def compile_training_form(self, compile_fn):
         """Has the activation's training form run its computations as `compile_fn` compiles
-        them (the TensorFlow trainer: with XLA, one pass over memory each way).
+        them (the TensorFlow trainer: with XLA, one pass over memory each way), and the input
+        gradient multiply by the kernel's transpose made by `compile_fn`.
 
         Args:
           compile_fn: Maps a function of tensors to a compiled one.
@@ -82,6 +87,7 @@ class Intermediate(BertConfigured, keras.layers.Layer):
         self.training_activation = get_activation(
             self.config.hidden_act, training=True, compile_fn=compile_fn
         )
+        self.kernel_transpose = compile_fn(ops.transpose)
 
     def call(self, x, training=False):
         """Args:
@@ -94,4 +100,45 @@ class Intermediate(BertConfigured, keras.layers.Layer):
         """
         if not training:
             return self.dense(x)
-        return self.training_activation(ops.add(ops.matmul(x, self.dense.kernel), self.dense.bias))
+        if self.kernel_transpose is None:
+            product = ops.matmul(x, self.dense.kernel)
+        else:
+            kernel = ops.cast(self.dense.kernel, x.dtype)
+            product = matmul_with_kernel_transpose(x, kernel, self.kernel_transpose)
+        return self.training_activation(ops.add(product, self.dense.bias))
+
+
+def matmul_with_kernel_transpose(x, kernel, transpose):
+    """`x @ kernel`, whose gradient of `x` is `upstream @ transpose(kernel)`: a product with the
+    kernel's transpose as a tensor of its own, where automatic differentiation multiplies by the
+    kernel read transposed.
+
+    For the feed-forward block's [1024, 3072] x [3072, 768] input gradient, TensorFlow's oneDNN
+    runs the product with a transposed right operand at ~80% of the rate of the same product
+    with a contiguous one (BUILD_NOTES.md, "Pretraining trainer"). TensorFlow's graph optimizer
+    folds a `tf.transpose` feeding a matmul back into the matmul, so `transpose` must be compiled
+    apart from the graph (the trainer passes an XLA-compiled one).
+
+    Args:
+      x: float [..., K].
+      kernel: float [K, N], a tensor of x's dtype.
+      transpose: Maps `kernel` to its [N, K] transpose.
+
+    Returns:
+      float [..., N].
+    """
+
+    @ops.custom_gradient
+    def product(x, kernel):
+        rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+        def gradient(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            upstream_rows = ops.reshape(upstream, (-1, ops.shape(kernel)[-1]))
+            x_gradient = ops.reshape(ops.matmul(upstream_rows, transpose(kernel)), ops.shape(x))
+            return x_gradient, ops.matmul(ops.transpose(rows), upstream_rows)
+
+        return ops.matmul(x, kernel), gradient
+
+    return product(x, kernel)
