@@ -82,8 +82,10 @@ def _component_on(variable, device):
     """`variable`, or, if it is distributed, its component on `device`."""
     if not isinstance(variable, tf.distribute.DistributedValues):
         return variable
-    strategy = tf.distribute.get_strategy()
-    return next(c for c in strategy.experimental_local_results(variable) if c.device == device)
+    for component in tf.distribute.get_strategy().experimental_local_results(variable):
+        if component.device == device:
+            return component
+    raise ValueError(f"{variable.name}: no component on {device}, the device of the variable updated")
 
 
 def _is_tpu(strategy):
