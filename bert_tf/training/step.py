@@ -213,7 +213,8 @@ class TrainStep:
         layer with `compile_training_form`): GELU's forward and backward one pass each (a
         BERT-base intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall
         time and ~20 ms less CPU time, about 0.1 s wall a step), LayerNorm's, the residual
-        sum included, a loop or two each way, and dropout's, one loop each way.
+        sum included, a loop or two each way, dropout's, one loop each way, and the
+        transposed kernel the intermediate layer's input gradient multiplies by.
     """
 
     def __init__(
