@@ -86,6 +86,12 @@ def size(path):
     return os.path.getsize(path) if gfile is None else gfile.stat(path).length
 
 
+def modified_time(path):
+    """When the file at `path` was last written, in seconds since the epoch."""
+    gfile = _gfile(path)
+    return os.path.getmtime(path) if gfile is None else gfile.stat(path).mtime_nsec / 1e9
+
+
 def makedirs(path):
     """Creates directory `path` and its parents; nothing if it exists."""
     gfile = _gfile(path)

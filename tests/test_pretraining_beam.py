@@ -114,6 +114,21 @@ def test_num_output_shards_sets_the_number_of_files(scale_run, tmp_path):
 
 
 @needs_beam
+def test_without_metrics_the_newest_shards_are_the_output(scale_run, tmp_path, monkeypatch, caplog):
+    from bert_tf.data import beam_pipeline
+
+    _, scale = scale_run
+    on_beam(scale_run, str(tmp_path / "beam"), num_output_shards=7)  # more files than shards
+    # A runner that reports no metrics: the files are found by name and time, not counted.
+    monkeypatch.setattr(beam_pipeline, "_read_counters", lambda result: {})
+    rerun = on_beam(scale_run, str(tmp_path / "beam"))
+    assert "reported no metrics" in caplog.text
+    assert rerun.output_files and not rerun.output_files[0].endswith("-of-00007")
+    assert sorted(str(p) for p in tmp_path.iterdir()) == rerun.output_files  # the 7 removed
+    assert instances(rerun.output_files) == instances(scale.output_files)
+
+
+@needs_beam
 def test_a_long_document_and_an_empty_file_as_in_scale_mode(fixtures_dir, tmp_path, caplog):
     inputs = tmp_path / "inputs"
     inputs.mkdir()

@@ -13,6 +13,7 @@ data", gives their command lines). Importing this module needs Apache Beam (`ber
 """
 
 import logging
+import re
 import time
 
 import apache_beam as beam
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 NAMESPACE = "bert_tf"
 # The counts of a shard's `Summary`, summed over the shards by the runner's metrics.
 SUMMARY_COUNTERS = ("documents", "instances", "tokens", "masked", "random_next")
+SHARD_SUFFIX = re.compile(r"-\d{5}-of-(\d{5})$")
 
 
 def _one_line(error):
@@ -111,6 +113,15 @@ def _count_output_file(path):
     return path
 
 
+def _newest_shard_count(output_file):
+    """The shard count `NNNNN` in the name of the most recently written `<output_file>-SSSSS-of-NNNNN`
+    (0 if there is none): this run's, where the runner reports no metrics to count its files by."""
+    shards = [path for path in files.glob(f"{output_file}-*-of-*") if SHARD_SUFFIX.search(path)]
+    if not shards:
+        return 0
+    return int(SHARD_SUFFIX.search(max(shards, key=files.modified_time)).group(1))
+
+
 def _read_counters(result):
     """The `bert_tf` counters of a finished pipeline, summed over its steps ({} if the runner
     reports no metrics)."""
@@ -158,18 +169,16 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
     result.wait_until_finish()
     counts = _read_counters(result)
     summary = Summary(**{name: counts.get(name, 0) for name in SUMMARY_COUNTERS})
-    if "output_files" not in counts:
-        logger.warning("The runner reported no metrics: the statistics below are not counted")
-        summary.output_files = files.glob(f"{output_file}-*-of-*")
+    if "output_files" in counts:
+        num_files = counts["output_files"]
     else:
-        summary.output_files = [
-            shard_file_name(output_file, index, counts["output_files"])
-            for index in range(counts["output_files"])
-        ]
-        if summary.documents == 0:
-            for path in summary.output_files:
-                files.remove(path)
-            raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
-        remove_stale_shards(output_file, summary.output_files)
+        logger.warning("The runner reported no metrics: the statistics below are not counted")
+        num_files = num_output_shards or _newest_shard_count(output_file)
+    summary.output_files = [shard_file_name(output_file, index, num_files) for index in range(num_files)]
+    if "output_files" in counts and summary.documents == 0:
+        for path in summary.output_files:
+            files.remove(path)
+        raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+    remove_stale_shards(output_file, summary.output_files)
     summary.seconds = time.monotonic() - start
     return summary
