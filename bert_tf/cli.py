@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 import tempfile
 
@@ -92,13 +93,19 @@ class JobError(Exception):
     """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
 
 
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def run(main, flags_parser=app.parse_flags_with_usage):
     """Runs `main(argv)` as an absl program and exits with its status.
 
     TensorFlow is imported with this module (quietly, see the module doc). A `ValueError`
     (bert_tf's error for bad input: its message names the file, flag or variable) is printed as
     `error: <message>` on stderr with exit status 2, without a traceback; a `JobError`
-    likewise, with exit status 1.
+    likewise, with exit status 1. SIGTERM exits with status 143 through the tool's cleanup
+    (`finally` blocks and context managers run: temporary files are deleted), where Python's
+    default would end the process on the spot.
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
@@ -107,6 +114,7 @@ def run(main, flags_parser=app.parse_flags_with_usage):
     """
 
     def checked_main(argv):
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         try:
             status = main(argv)
         except ValueError as e:

@@ -16,8 +16,12 @@ import builtins
 import contextlib
 import errno
 import glob as _glob
+import logging
 import os
 import re
+import shutil
+
+logger = logging.getLogger(__name__)
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -119,12 +123,59 @@ def remove(path):
         gfile.remove(path)
 
 
+# The process id in a temporary's name: `<name>.tmp-<pid>[<suffix>]`.
+_TEMPORARY = re.compile(r"\.tmp-(\d+)")
+
+
+def _running(pid):
+    """Whether a process `pid` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def remove_abandoned(path, suffix=""):
+    """Deletes the temporaries of `path` whose writer no longer runs: those a run killed before
+    it could delete them (kill -9) left. `atomic_output` and the checkpoint and export writers
+    name them `<path>.tmp-<pid>...` (`<stem>.tmp-<pid><suffix>` where `path` is `<stem><suffix>`).
+    Only local paths are looked at, taken to be written on this machine: on a remote
+    filesystem the writer may run on another.
+
+    Args:
+      path: The final name, local or not.
+      suffix: An ending of `path` that its temporaries keep (see `atomic_output`).
+
+    Returns:
+      The paths removed; each is logged as a warning.
+    """
+    if _gfile(path) is not None:
+        return []
+    stem = path[: len(path) - len(suffix)]
+    removed = []
+    for temporary in _glob.glob(f"{_glob.escape(stem)}.tmp-*{_glob.escape(suffix)}"):
+        match = _TEMPORARY.match(os.path.basename(temporary), len(os.path.basename(stem)))
+        if not match or _running(int(match.group(1))):
+            continue
+        logger.warning("Removing %s, left by a run that was killed (process %s)", temporary, match.group(1))
+        if os.path.isdir(temporary) and not os.path.islink(temporary):
+            shutil.rmtree(temporary)
+        else:
+            os.remove(temporary)
+        removed.append(temporary)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_output(path, suffix=""):
     """Gives a temporary path beside `path`; renames it to `path` if the block completes.
 
     If the block raises, the temporary file is deleted, so an interrupted run never leaves a
-    truncated file under the final name. The parent directory is created if needed. What the
+    truncated file under the final name; the temporaries of `path` that killed runs left are
+    deleted first (`remove_abandoned`). The parent directory is created if needed. What the
     rename guarantees depends on the filesystem (see the module doc).
 
     Args:
@@ -138,6 +189,7 @@ def atomic_output(path, suffix=""):
     directory = os.path.dirname(path)
     if directory:
         makedirs(directory)
+    remove_abandoned(path, suffix)
     tmp = f"{path[: len(path) - len(suffix)]}.tmp-{os.getpid()}{suffix}"
     try:
         yield tmp
@@ -145,6 +197,17 @@ def atomic_output(path, suffix=""):
     finally:
         if exists(tmp):
             remove(tmp)
+
+
+def _file_above(path):
+    """The nearest existing ancestor of `path` that is a file, not a directory (None if every
+    existing ancestor is a directory)."""
+    parent = os.path.dirname(path.rstrip("/"))
+    while parent and parent != path:
+        if exists(parent):
+            return None if isdir(parent) else parent
+        path, parent = parent, os.path.dirname(parent)
+    return None
 
 
 def check_output_path(path, name):
@@ -155,13 +218,31 @@ def check_output_path(path, name):
       name: What it is called in the message (the flag it came from).
 
     Raises:
-      ValueError: `path` is a directory, or its parent is a file; the message names both.
+      ValueError: `path` is a directory, or a directory above it is a file; the message names
+        both.
     """
     if isdir(path):
         raise ValueError(f"{name}: {path} is a directory, not a file to write")
-    parent = os.path.dirname(path)
-    if parent and exists(parent) and not isdir(parent):
-        raise ValueError(f"{name}: cannot write {path}: {parent} is a file, not a directory")
+    blocking = _file_above(path)
+    if blocking:
+        raise ValueError(f"{name}: cannot write {path}: {blocking} is a file, not a directory")
+
+
+def check_output_dir(path, name):
+    """Raises unless `path` is, or can be made, a directory to write in: before the work.
+
+    Args:
+      path: The directory.
+      name: What it is called in the message (the flag it came from).
+
+    Raises:
+      ValueError: `path` or a directory above it is a file; the message names it.
+    """
+    if exists(path) and not isdir(path):
+        raise ValueError(f"{name}: {path} is a file, not a directory")
+    blocking = _file_above(path)
+    if blocking:
+        raise ValueError(f"{name}: cannot make {path}: {blocking} is a file, not a directory")
 
 
 def expand_input_patterns(patterns, name="--input_file"):

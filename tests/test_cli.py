@@ -97,6 +97,33 @@ def test_a_bad_flag_is_one_line_naming_it(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+SLOW_WRITER = """
+import sys, time
+from bert_tf import cli, files
+
+def main(argv):
+    with files.atomic_output(argv[1]) as tmp, open(tmp, "w") as f:
+        f.write("partial")
+        f.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+
+cli.run(main)
+"""
+
+
+def test_sigterm_ends_a_tool_through_its_cleanup(tmp_path):
+    path = tmp_path / "out.txt"
+    tool = subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    assert tool.stdout.readline() == "writing\n"
+    assert os.listdir(tmp_path) == [f"out.txt.tmp-{tool.pid}"]
+    tool.terminate()
+    assert tool.wait(timeout=60) == 128 + 15
+    assert os.listdir(tmp_path) == []  # the temporary deleted, nothing under the final name
+
+
 def test_tensorflow_python_info_lines_are_dropped_and_bert_tfs_kept():
     import logging
 

@@ -1,4 +1,5 @@
-"""atomic_output: a file appears complete under its name, or not at all; local paths need no
+"""atomic_output: a file appears complete under its name, or not at all, and a killed run's
+temporaries go on the next write; output paths are checked before the work; local paths need no
 TensorFlow (tests/test_remote_paths.py has the other filesystems)."""
 
 import os
@@ -7,7 +8,13 @@ import sys
 
 import pytest
 
-from bert_tf.files import atomic_output, expand_input_patterns
+from bert_tf.files import (
+    atomic_output,
+    check_output_dir,
+    check_output_path,
+    expand_input_patterns,
+    remove_abandoned,
+)
 from tests import pretraining_fixtures as pf
 
 
@@ -54,6 +61,53 @@ def test_the_temporary_name_keeps_the_suffix(tmp_path):
         assert tmp == str(tmp_path / f"model.tmp-{os.getpid()}.weights.h5")
         open(tmp, "w").close()
     assert os.path.exists(path)
+
+
+def finished_process_id():
+    """The id of a process that has ended (a killed writer's)."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_the_next_write_removes_the_temporaries_of_killed_runs_only(tmp_path, caplog):
+    dead = finished_process_id()
+    leftovers = {
+        f"out.txt.tmp-{dead}": True,  # a killed run's: removed
+        f"out.txt.tmp-{os.getppid()}": False,  # a running process's (pytest's parent): kept
+        "out.txt.tmp-notes": False,  # not a temporary's name
+        f"other.txt.tmp-{dead}": False,  # another file's
+        f"model.tmp-{dead}.weights.h5": False,  # another suffix's
+    }
+    for name in leftovers:
+        (tmp_path / name).write_text("partial")
+    with atomic_output(str(tmp_path / "out.txt")) as tmp:
+        open(tmp, "w").close()
+    expected = sorted(["out.txt", *(name for name, removed in leftovers.items() if not removed)])
+    assert sorted(os.listdir(tmp_path)) == expected
+    assert f"out.txt.tmp-{dead}, left by a run that was killed" in caplog.text
+
+    # With a suffix the temporaries keep; a directory (an export's version) goes whole.
+    (tmp_path / f"model.tmp-{dead}.weights.h5").unlink()
+    (tmp_path / f"model.tmp-{dead}.weights.h5").mkdir()
+    (tmp_path / f"model.tmp-{dead}.weights.h5" / "part").write_text("partial")
+    assert remove_abandoned(str(tmp_path / "model.weights.h5"), ".weights.h5") == [
+        str(tmp_path / f"model.tmp-{dead}.weights.h5")
+    ]
+
+
+def test_output_paths_are_checked_up_to_the_first_existing_directory(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    check_output_path(str(tmp_path / "new" / "dir" / "out.txt"), "--output")
+    check_output_dir(str(tmp_path / "new" / "dir"), "--output_dir")
+    with pytest.raises(ValueError, match=r"^--output: .*/a_file/x/out.txt: .*/a_file is a file"):
+        check_output_path(str(tmp_path / "a_file" / "x" / "out.txt"), "--output")
+    with pytest.raises(ValueError, match=r"^--output: .* is a directory, not a file to write"):
+        check_output_path(str(tmp_path), "--output")
+    with pytest.raises(ValueError, match=r"^--output_dir: .*/a_file is a file, not a directory"):
+        check_output_dir(str(tmp_path / "a_file"), "--output_dir")
+    with pytest.raises(ValueError, match=r"^--output_dir: cannot make .*/a_file/run: .*/a_file is a file"):
+        check_output_dir(str(tmp_path / "a_file" / "run"), "--output_dir")
 
 
 # Run in a fresh interpreter: what a scale-mode worker does with local paths, and the helpers.

@@ -321,12 +321,17 @@ def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
     fixtures_dir, corpus_dir, tmp_path, caplog
 ):
     """Scale mode's files are `<prefix>-SSSSS-of-NNNNN`: a rerun with fewer shards deletes the
-    earlier run's (a glob of the prefix would mix the two) and nothing else in the directory."""
+    earlier run's (a glob of the prefix would mix the two), and the temporaries of a killed run's
+    shards, and nothing else in the directory."""
     corpus = str(corpus_dir / "corpus.txt")
     prefix = tmp_path / "train"
     others = ["train-extra", "train-00001-of-00002.txt", "trainx-00000-of-00001", "val-00000-of-00003"]
     for name in others:
         (tmp_path / name).write_text("not a shard of this run")
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()  # a killed run's temporaries name a process that has ended
+    for name in (f"train-00000-of-00009.tmp-{process.pid}", f"train-00007-of-00009.tmp-{process.pid}"):
+        (tmp_path / name).write_text("partial")
 
     def run(shard_size_mb):
         summary = create_pretraining_data(
@@ -340,8 +345,9 @@ def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
     assert len(first) > len(second) > 1
     assert first[0].endswith(f"-of-{len(first):05d}") and second[0].endswith(f"-of-{len(second):05d}")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(second + others)
-    removed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Removing ")]
+    removed = [r.getMessage() for r in caplog.records if "a shard of an earlier run" in r.getMessage()]
     assert len(removed) == len(first) and all(str(prefix) in message for message in removed)
+    assert len([r for r in caplog.records if "left by a run that was killed" in r.getMessage()]) == 2
 
 
 def test_shards_end_at_document_boundaries(tmp_path):

@@ -24,11 +24,13 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    from bert_tf.files import atomic_output
+    from bert_tf.files import atomic_output, check_output_path
     from bert_tf.tasks.squad_evaluation import evaluate_files
 
     if len(argv) != 3:
         raise ValueError("usage: evaluate_squad.py DATA_FILE PREDICTION_FILE [--version_2_with_negative ...]")
+    if FLAGS.out_file:
+        check_output_path(FLAGS.out_file, "--out_file")
     result = evaluate_files(
         argv[1], argv[2], FLAGS.version_2_with_negative, FLAGS.na_prob_file, FLAGS.na_prob_thresh
     )

@@ -50,13 +50,14 @@ def _with_progress(records):
 
 def main(argv):
     del argv
-    from bert_tf import BertConfig, BertModel, load_google_checkpoint, tokenization
+    from bert_tf import BertConfig, BertModel, files, load_google_checkpoint, tokenization
     from bert_tf.tasks import feature_extraction as features
 
     try:
         layer_indexes = [int(x) for x in FLAGS.layers.split(",")]
     except ValueError:
         raise ValueError(f"--layers must be comma-separated integers, got {FLAGS.layers!r}") from None
+    files.check_output_path(FLAGS.output_file, "--output_file")
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     scope = contextlib.nullcontext()

@@ -303,27 +303,28 @@ def shard_file_name(output_file, index, num_shards):
 def remove_stale_shards(output_file, written):
     """Deletes the shards of `output_file` (`<output_file>-SSSSS-of-NNNNN`) that this run did
     not write: those of an earlier run with another shard count, or of a shard empty this time.
-    A glob of the prefix would otherwise train on them beside this run's. Call it once every
-    shard of this run is in place.
+    A glob of the prefix would otherwise train on them beside this run's. The temporaries of
+    shards that a killed run left go too (`files.remove_abandoned`). Call it once every shard of
+    this run is in place.
 
     Args:
       output_file: The prefix.
       written: The paths of this run's shards.
 
     Returns:
-      The paths removed.
+      The shards removed.
     """
     directory, prefix = os.path.split(output_file)
-    shard_name = re.compile(re.escape(prefix) + r"-\d{5}-of-\d{5}")
+    # A shard's name, and a temporary's: `<shard>.tmp-<pid>`.
+    shard_name = re.compile(re.escape(prefix) + r"(-\d{5}-of-\d{5})(\.tmp-\d+)?")
     kept = {os.path.basename(path) for path in written}
-    stale = [
-        os.path.join(directory, name)
-        for name in files.listdir(directory or ".")
-        if shard_name.fullmatch(name) and name not in kept
-    ]
+    names = [match for name in files.listdir(directory or ".") if (match := shard_name.fullmatch(name))]
+    stale = [os.path.join(directory, m.string) for m in names if not m.group(2) and m.string not in kept]
     for path in stale:
         logger.warning("Removing %s: a shard of an earlier run with this --output_file", path)
         files.remove(path)
+    for shard in sorted({m.group(1) for m in names if m.group(2)}):
+        files.remove_abandoned(output_file + shard)
     return stale
 
 

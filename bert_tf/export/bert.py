@@ -9,7 +9,7 @@ import tensorflow as tf
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.export.module import ServedModel, export_saved_model
-from bert_tf.export.versioning import check_version, next_version
+from bert_tf.export.versioning import check_version
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.text import tokenization
 
@@ -154,7 +154,7 @@ def export_bert(
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     if max_predictions_per_seq < 1:
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
-    check_version(export_dir, next_version(export_dir) if version is None else version, overwrite)
+    check_version(export_dir, version, overwrite)
     model, report = load_bert(init_checkpoint, bert_config_file, vocab_file, max_seq_length, with_heads)
     encoder = model.bert if isinstance(model, BertPretrainer) else model
     extra = {}

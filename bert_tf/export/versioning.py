@@ -2,7 +2,7 @@
 
 TF Serving watches `--model_base_path` and serves the subdirectories named by an integer (the
 highest by default); other names are ignored. A version is written under such another name,
-`.tmp-<version>-<pid>`, and renamed into place once complete, so the server never sees it half
+`<version>.tmp-<pid>`, and renamed into place once complete, so the server never sees it half
 written and an interrupted export leaves no version behind.
 """
 
@@ -10,6 +10,8 @@ import contextlib
 import os
 
 import tensorflow as tf
+
+from bert_tf import files
 
 
 def existing_versions(export_dir):
@@ -25,18 +27,31 @@ def next_version(export_dir):
     return max(existing_versions(export_dir), default=0) + 1
 
 
-def check_version(export_dir, version, overwrite=False):
-    """Raises unless `version` may be written under `export_dir`.
+def check_version(export_dir, version=None, overwrite=False):
+    """The version to write under `export_dir`, checked before anything is written.
+
+    Args:
+      export_dir: The model's base directory (TF Serving's `--model_base_path`).
+      version: The integer version to write; default `next_version(export_dir)`.
+      overwrite: Whether an existing `version` may be replaced.
+
+    Returns:
+      The version.
 
     Raises:
-      ValueError: `version` is not a non-negative integer, or it exists and `overwrite` is
-        False; the message names the directory.
+      ValueError: `export_dir` (or a directory above it) is a file, `version` is not a
+        non-negative integer, or it exists and `overwrite` is False; the message names the
+        directory.
     """
+    files.check_output_dir(export_dir, "--export_dir")
+    if version is None:
+        version = next_version(export_dir)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ValueError(f"the export version must be a non-negative integer, got {version!r}")
     path = os.path.join(export_dir, str(version))
     if tf.io.gfile.exists(path) and not overwrite:
         raise ValueError(f"{path} already exists; pass --overwrite to replace it or choose another version")
+    return version
 
 
 @contextlib.contextmanager
@@ -58,17 +73,16 @@ def versioned_directory(export_dir, version=None, overwrite=False):
     Raises:
       ValueError: As `check_version`, before anything is written.
     """
-    if version is None:
-        version = next_version(export_dir)
-    check_version(export_dir, version, overwrite)
+    version = check_version(export_dir, version, overwrite)
     final = os.path.join(export_dir, str(version))
     created_export_dir = not tf.io.gfile.exists(export_dir)
-    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
+    files.remove_abandoned(final)
+    tmp = f"{final}.tmp-{os.getpid()}"
     tf.io.gfile.makedirs(tmp)
     try:
         yield tmp, final
         if tf.io.gfile.exists(final):
-            _replace(tmp, final, os.path.join(export_dir, f".old-{version}-{os.getpid()}"))
+            _replace(tmp, final, f"{final}.old-{os.getpid()}")
         else:
             tf.io.gfile.rename(tmp, final)
     finally:

@@ -9,7 +9,7 @@ come from tensorflow-text's vocabulary learner.
 import collections
 import logging
 
-from bert_tf.files import atomic_output, expand_input_patterns, open_file
+from bert_tf.files import atomic_output, check_output_path, expand_input_patterns, open_file
 from bert_tf.text.tokenization import BasicTokenizer
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,10 @@ def build_vocab(
       The list of tokens written.
 
     Raises:
-      ValueError: No input matches, the input has no words, or bad reserved tokens.
+      ValueError: No input matches, the input has no words, bad reserved tokens, or no file
+        can be written at `output`.
     """
+    check_output_path(output, "--output")
     files = expand_input_patterns(input_file)
     logger.info("Counting words in %d files", len(files))
     counts = count_words(files, do_lower_case)

@@ -11,6 +11,8 @@ a flag (`define_flags`), so the dataclass is the one place a flag is described.
 
 import dataclasses
 
+from bert_tf import files
+
 MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -49,6 +51,7 @@ class TrainingOptions:
         """Raises a ValueError naming the flag of an option that cannot work."""
         if not self.output_dir:
             raise ValueError("--output_dir is required")
+        files.check_output_dir(self.output_dir, "--output_dir")
         if self.mixed_precision not in MIXED_PRECISION:
             expected = ", ".join(MIXED_PRECISION)
             raise ValueError(f"--mixed_precision: expected one of {expected}, got {self.mixed_precision!r}")
