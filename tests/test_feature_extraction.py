@@ -112,6 +112,17 @@ def test_read_examples_splits_pairs(tmp_path):
         list(features.read_examples(str(tmp_path / "nothere.txt")))
 
 
+def test_an_empty_input_is_an_error_that_keeps_the_earlier_output(tmp_path):
+    empty, output = tmp_path / "empty.txt", tmp_path / "features.jsonl"
+    empty.write_bytes(b"")
+    output.write_text('{"linex_index": 0}\n')
+    records = ({"linex_index": e.unique_id} for e in features.read_examples(str(empty)))
+    with pytest.raises(ValueError, match=r"empty\.txt: the input file is empty"):
+        features.write_jsonl(records, str(output))
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "features.jsonl"]
+    assert output.read_text() == '{"linex_index": 0}\n'
+
+
 def run_tool(*args):
     return subprocess.run(
         [sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args],

@@ -357,6 +357,26 @@ def test_the_records_are_checked_in_the_first_file_that_holds_one(fixtures_dir, 
         check_records([empty, empty], 128, 20)
 
 
+def test_token_ids_beyond_the_configs_vocab_size_are_an_error_before_any_step(workdir, tmp_path):
+    config = tmp_path / "small_vocab.json"
+    BertConfig(**dict(TINY, vocab_size=1000)).to_json_file(str(config))
+    with pytest.raises(ValueError, match=r"data.tfrecord: records hold token id \d+ but --bert_config_file"):
+        run_pretraining(_five_steps(workdir, tmp_path, bert_config_file=str(config)))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_corrupt_file_met_in_training_is_a_one_line_error_naming_it(workdir, tmp_path):
+    """tf.data reports a truncated record without its file: the error names it."""
+    records = (workdir / "data.tfrecord").read_bytes()
+    good, cut = tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"
+    good.write_bytes(records)
+    # A record is its length (8 bytes), a CRC (4), the data and a CRC (4): cut the second one's data.
+    first = 8 + 4 + int.from_bytes(records[:8], "little") + 4
+    cut.write_bytes(records[: first + 8 + 4 + 100])
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(cut))}: corrupt TFRecord file \(.*truncated"):
+        run_pretraining(_five_steps(workdir, tmp_path, input_file=f"{good},{cut}"))
+
+
 def _five_steps(workdir, tmp_path, **overrides):
     """`PretrainingOptions` of a five-step run into `tmp_path / "out"`, with `overrides`."""
     values = dict(

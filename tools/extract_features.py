@@ -51,6 +51,7 @@ def _with_progress(records):
 def main(argv):
     del argv
     from bert_tf import BertConfig, BertModel, files, load_google_checkpoint, tokenization
+    from bert_tf.export.bert import check_vocab_and_length
     from bert_tf.tasks import feature_extraction as features
 
     try:
@@ -67,7 +68,9 @@ def main(argv):
         tpu = create_distribution("tpu", master=FLAGS.master, num_tpu_cores=FLAGS.num_tpu_cores)
         scope = tpu.strategy.scope()
     with scope:  # a model made under a strategy's scope predicts through it
-        model = BertModel(BertConfig.from_json_file(FLAGS.bert_config_file))
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        check_vocab_and_length(config, FLAGS.vocab_file, FLAGS.max_seq_length)
+        model = BertModel(config)
         logging.info("%s", load_google_checkpoint(model, FLAGS.init_checkpoint))
         records = features.extract_features(
             model,

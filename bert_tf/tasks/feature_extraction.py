@@ -35,10 +35,12 @@ def read_examples(input_file):
     Bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` does.
 
     Raises:
-      ValueError: The file does not exist.
+      ValueError: The file does not exist, or it is empty (where the original writes an empty
+        output): raised at the first read, so an output being written from it is not replaced.
     """
     if not exists(input_file) or isdir(input_file):
         raise ValueError(f"{input_file}: no such input file")
+    unique_id = -1
     with open_file(input_file, "rb") as reader:
         for unique_id, line in enumerate(reader):
             line = line.decode("utf-8", "ignore").strip()
@@ -47,6 +49,8 @@ def read_examples(input_file):
                 yield InputExample(unique_id, match.group(1), match.group(2))
             else:
                 yield InputExample(unique_id, line)
+    if unique_id < 0:
+        raise ValueError(f"{input_file}: the input file is empty (one example a line)")
 
 
 def _batches(iterable, batch_size):

@@ -11,6 +11,7 @@ The losses and metrics are written in `keras.ops` (they run on the JAX backend t
 side (`pretraining_dataset`, `check_records`) is TensorFlow.
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -91,15 +92,17 @@ def _is_top_prediction(logits, labels):
     return ops.cast(label_logits >= ops.max(logits, axis=-1), "float32")
 
 
-def check_records(input_files, max_seq_length, max_predictions_per_seq):
+def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_size=None):
     """Checks that the first record of the input (that of the first file holding one) has the
-    lengths the flags say. A file may be empty: the original's `create_pretraining_data.py`
-    leaves one so when it writes fewer examples than output files.
+    lengths the flags say, and token ids the model's embedding table has rows for. A file may
+    be empty: the original's `create_pretraining_data.py` leaves one so when it writes fewer
+    examples than output files.
 
     Raises:
       ValueError: The record's `input_ids` or `masked_lm_positions` length differs from
         `--max_seq_length` / `--max_predictions_per_seq` (the message names the file and both
-        values), a file cannot be read, or no file holds a record.
+        values), a token id is `vocab_size` or more, a file cannot be read, or no file holds a
+        record.
     """
     import tensorflow as tf
 
@@ -130,6 +133,36 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
                 f"{path}: records have {name} of length {found} but --{flag}={expected}; "
                 f"pass --{flag}={found} (the value the data was created with)"
             )
+    largest = max(max(features[name].int64_list.value, default=0) for name in ("input_ids", "masked_lm_ids"))
+    if vocab_size is not None and largest >= vocab_size:
+        raise ValueError(
+            f"{path}: records hold token id {largest} but --bert_config_file's vocab_size is "
+            f"{vocab_size}; was the data made with this model's vocab.txt?"
+        )
+
+
+@contextlib.contextmanager
+def naming_unreadable_input(input_files):
+    """Turns a `tf.errors.DataLossError` met reading `input_files` in the block (tf.data's
+    message names no file) into a one-line ValueError naming the first file whose records cannot
+    all be read. Finding it reads the files in order up to that one: a failed run's last work.
+    """
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.DataLossError as error:
+        reason = error.message.splitlines()[0]
+        logger.info("A record cannot be read (%s); looking for the file", reason)
+        for path in input_files:
+            try:
+                tf.data.TFRecordDataset(path).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
+            except tf.errors.DataLossError as e:
+                reason = e.message.splitlines()[0]
+                raise ValueError(
+                    f"{path}: corrupt TFRecord file ({reason}); checkpoints so far are kept"
+                ) from None
+        raise ValueError(f"--input_file: a record cannot be read ({reason})") from None
 
 
 @dataclasses.dataclass
@@ -199,7 +232,7 @@ def run_pretraining(options):
             f"max_position_embeddings ({config.max_position_embeddings})"
         )
     input_files = expand_input_patterns(options.input_file)
-    check_records(input_files, options.max_seq_length, options.max_predictions_per_seq)
+    check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
     distribution = options.distribution()
     if options.do_train:
         distribution.check_batch_size(
@@ -249,24 +282,26 @@ def run_pretraining(options):
             },
             sort_keys=True,
         )
-        results["train"] = loop.train(
-            task,
-            optimizer,
-            distribution,
-            dataset(options.train_batch_size, True),
-            loop_config,
-            loss_scale,
-            description,
-        )
+        with naming_unreadable_input(input_files):
+            results["train"] = loop.train(
+                task,
+                optimizer,
+                distribution,
+                dataset(options.train_batch_size, True),
+                loop_config,
+                loss_scale,
+                description,
+            )
     if options.do_eval:
         with strategy.scope():
             task = PretrainingTask(config, dtype=options.dtype)
-        results["eval"] = loop.evaluate(
-            task,
-            distribution,
-            dataset(options.eval_batch_size, False),
-            options.output_dir,
-            options.max_eval_steps,
-            options.init_checkpoint,
-        )
+        with naming_unreadable_input(input_files):
+            results["eval"] = loop.evaluate(
+                task,
+                distribution,
+                dataset(options.eval_batch_size, False),
+                options.output_dir,
+                options.max_eval_steps,
+                options.init_checkpoint,
+            )
     return results
