@@ -1,9 +1,14 @@
 """`BertConfig`: the model hyperparameters, read and written as Google's `bert_config.json`."""
 
 import copy
+import difflib
+import inspect
 import json
+import logging
 
 from bert_tf.files import atomic_output, open_file
+
+logger = logging.getLogger(__name__)
 
 # The activations a config may name. "gelu" is what the original code computes at HEAD (the tanh
 # approximation); "gelu_exact" is the erf form the original used before 2019-02-07, which the 2018
@@ -24,6 +29,17 @@ _GOOGLE_KEYS = (
     "max_position_embeddings",
     "type_vocab_size",
     "initializer_range",
+)
+
+# Keys of Google's released configs beyond the original code's (the multilingual and Chinese
+# ones'), which no model here reads.
+_RELEASED_EXTRA_KEYS = (
+    "directionality",
+    "pooler_fc_size",
+    "pooler_num_attention_heads",
+    "pooler_num_fc_layers",
+    "pooler_size_per_head",
+    "pooler_type",
 )
 
 
@@ -143,6 +159,7 @@ class BertConfig:
             raise ValueError(f"{json_file}: not valid JSON ({e})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{json_file}: a BERT config must be a JSON object")
+        _warn_of_unusual_keys(json_file, data)
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as e:
@@ -172,3 +189,19 @@ class BertConfig:
 
     def __repr__(self):
         return f"BertConfig({self.to_dict()})"
+
+
+def _warn_of_unusual_keys(json_file, data):
+    """Warns of the keys a hand-written config may have wrong: one of Google's left out (the
+    original's default is used, as the original does) and one nobody reads (kept, as the
+    original keeps it), with the Google key it may be a misspelling of."""
+    defaults = inspect.signature(BertConfig).parameters
+    for key in _GOOGLE_KEYS:
+        if key not in data and key != "vocab_size":  # from_dict requires vocab_size
+            default = defaults[key].default
+            logger.warning("%s: no %r; the original's default %r is used", json_file, key, default)
+    for key in data:
+        if key not in _GOOGLE_KEYS and key not in _RELEASED_EXTRA_KEYS:
+            close = difflib.get_close_matches(key, _GOOGLE_KEYS, n=1)
+            hint = f" (is it {close[0]!r}?)" if close else ""
+            logger.warning("%s: unknown key %r: kept, but no model reads it%s", json_file, key, hint)

@@ -64,3 +64,19 @@ def test_tool_and_its_errors(fixtures_dir, tmp_path):
     )
     assert result.returncode == 2 and "[PAD]" in result.stderr
     assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()
+
+
+def test_a_size_other_than_asked_is_warned_of_and_bad_reserved_tokens_are_errors(tmp_path, caplog):
+    tokens = build_vocab(pf.SAMPLE_TEXT, str(tmp_path / "small.txt"), vocab_size=3, min_count=1)
+    assert len(tokens) > 3  # every character of the kept words stays
+    assert f"The vocab has {len(tokens)} tokens where --vocab_size asked for 3" in caplog.text
+    assert f"needs vocab_size {len(tokens)} in its bert_config.json" in caplog.text
+    for reserved, message in [
+        (("[PAD]", "", "[UNK]"), r"reserved token '': a token is one line of the vocab"),
+        (("[PAD]", "[MY TOKEN]"), r"reserved token '\[MY TOKEN\]'"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            build_vocab(pf.SAMPLE_TEXT, str(tmp_path / "bad.txt"), 100, reserved_tokens=reserved)
+    with pytest.raises(ValueError, match="the vocab size must be positive, got 0"):
+        build_vocab(pf.SAMPLE_TEXT, str(tmp_path / "bad.txt"), 0)
+    assert not (tmp_path / "bad.txt").exists()

@@ -1,6 +1,7 @@
 """BertConfig: Google's JSON in and out, extra keys kept, invalid values rejected."""
 
 import json
+import pathlib
 
 import pytest
 
@@ -50,6 +51,28 @@ def test_json_round_trip_keeps_extra_keys(tmp_path):
     config.to_json_file(str(out))
     assert json.loads(out.read_text()) == values
     assert BertConfig.from_config(config.get_config()) == config
+
+
+def test_released_configs_read_without_warnings_and_odd_keys_are_warned_of(fixtures_dir, tmp_path, caplog):
+    BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    multilingual = tmp_path / "multilingual.json"
+    released = json.loads(pathlib.Path(mf.GOOGLE_TINY_CONFIG).read_text())
+    multilingual.write_text(json.dumps(dict(released, **MULTILINGUAL_EXTRA)))
+    BertConfig.from_json_file(str(multilingual))
+    assert caplog.records == []
+
+    # A hand-written config: a misspelt key, and one of Google's left out.
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({"vocab_size": 100, "num_hiden_layers": 2, "type_vocab_size": 2}))
+    config = BertConfig.from_json_file(str(path))
+    assert config.num_hidden_layers == 12  # the original's default, as the original reads it
+    messages = [record.getMessage() for record in caplog.records]
+    assert (
+        f"{path}: unknown key 'num_hiden_layers': kept, but no model reads it (is it 'num_hidden_layers'?)"
+        in messages
+    )
+    assert f"{path}: no 'num_hidden_layers'; the original's default 12 is used" in messages
+    assert len(messages) == 1 + 9  # the typo, and the 9 Google keys other than vocab_size and type_vocab_size
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -122,4 +123,11 @@ def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_p
     (tmp_path / "text.keras").write_text("not a model")
     with pytest.raises(ValueError, match=r"text\.keras: not a Keras model saved as \.keras"):
         converter.keras_to_google(str(tmp_path / "text.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.keras", "one_layer.json", "text.keras"]
+    # A .keras file cut short (a copy interrupted): Keras would report it as not found.
+    with zipfile.ZipFile(tmp_path / "cut.keras", "w") as archive:
+        archive.writestr("config.json", json.dumps(config) * 100)
+    (tmp_path / "cut.keras").write_bytes((tmp_path / "cut.keras").read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"cut\.keras: not a Keras model saved as \.keras \(not a whole zip"):
+        converter.keras_to_google(str(tmp_path / "cut.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["cut.keras", "d.keras", "one_layer.json", "text.keras"]

@@ -7,6 +7,7 @@ difference of each component is reported.
 
 import dataclasses
 import os
+import zipfile
 
 import keras
 import numpy as np
@@ -226,6 +227,9 @@ def keras_to_google(keras_model, output_checkpoint):
         if not files.exists(keras_model):
             raise ValueError(f"{keras_model}: no such Keras model file")
         path = keras_model
+        with files.open_file(path, "rb") as reader:
+            if not zipfile.is_zipfile(reader):  # Keras would say the file is not found
+                raise ValueError(f"{path}: not a Keras model saved as .keras (not a whole zip archive)")
         try:
             keras_model = keras.models.load_model(path)
         except (ValueError, OSError) as e:

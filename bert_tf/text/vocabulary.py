@@ -33,6 +33,17 @@ def count_words(input_files, do_lower_case=True):
     return counts
 
 
+def check_learner_arguments(vocab_size, reserved_tokens):
+    """Raises a ValueError unless `learn_vocab` can take these (see there)."""
+    if not reserved_tokens or reserved_tokens[0] != "[PAD]":
+        raise ValueError("the first reserved token must be [PAD] (id 0 is padding)")
+    for token in reserved_tokens:
+        if not token.strip() or token != token.strip() or len(token.split()) > 1:
+            raise ValueError(f"reserved token {token!r}: a token is one line of the vocab, without spaces")
+    if vocab_size < 1:
+        raise ValueError(f"the vocab size must be positive, got {vocab_size}")
+
+
 def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS, min_count=2):
     """Learns WordPieces from word counts.
 
@@ -46,11 +57,13 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=DEFAULT_RESERVED_TOKENS
 
     Returns:
       The vocabulary as a list of tokens, reserved tokens first, no duplicates.
+
+    Raises:
+      ValueError: `check_learner_arguments` rejects the size or the reserved tokens.
     """
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-    if not reserved_tokens or reserved_tokens[0] != "[PAD]":
-        raise ValueError("the first reserved token must be [PAD] (id 0 is padding)")
+    check_learner_arguments(vocab_size, reserved_tokens)
     vocab = learner.learn(
         sorted(word_counts.items()),
         vocab_size=vocab_size,
@@ -79,6 +92,7 @@ def build_vocab(
         can be written at `output`.
     """
     check_output_path(output, "--output")
+    check_learner_arguments(vocab_size, reserved_tokens)  # before the corpus is read
     files = expand_input_patterns(input_file)
     logger.info("Counting words in %d files", len(files))
     counts = count_words(files, do_lower_case)
@@ -86,5 +100,14 @@ def build_vocab(
         raise ValueError(f"{', '.join(files)}: no words found")
     logger.info("%d distinct words; learning %d WordPieces", len(counts), vocab_size)
     tokens = learn_vocab(counts, vocab_size, reserved_tokens, min_count)
+    if len(tokens) != vocab_size:
+        logger.warning(
+            "The vocab has %d tokens where --vocab_size asked for %d (the learner keeps every character "
+            "of the words it keeps, and stops where the corpus has no more): a model using it needs "
+            "vocab_size %d in its bert_config.json",
+            len(tokens),
+            vocab_size,
+            len(tokens),
+        )
     write_vocab(tokens, output)
     return tokens
