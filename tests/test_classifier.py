@@ -5,6 +5,7 @@ keyword task (learning from the random google_tiny weights, its output files, th
 """
 
 import csv
+import logging
 import os
 import shutil
 import subprocess
@@ -182,6 +183,110 @@ def test_row_with_the_wrong_number_of_columns_names_file_and_line(tmp_path):
     _write_tsv(tmp_path / "train.tsv", [["gj04", "1", "", "ok"], ["gj04", "1", "too\tmany", "x"]])
     with pytest.raises(ValueError, match=r"train\.tsv:2: 5 columns, expected 4$"):
         classifier.get_processor("cola").get_train_examples(str(tmp_path))
+
+
+def test_rows_without_the_columns_a_processor_reads_name_file_and_line(tmp_path):
+    # Every row as short as the header: the header's line is named, for every processor.
+    _write_tsv(tmp_path / "train.tsv", [["Quality", "#1 ID", "#2 ID"], ["1", "11", "12"]])
+    with pytest.raises(ValueError, match=r"train\.tsv:1: 3 columns, expected at least 5$"):
+        classifier.get_processor("mrpc").get_train_examples(str(tmp_path))
+    _write_tsv(tmp_path / "dev_matched.tsv", [[str(i) for i in range(10)]] * 2)  # no label column
+    with pytest.raises(ValueError, match=r"dev_matched\.tsv:1: 10 columns, expected at least 11$"):
+        classifier.get_processor("mnli").get_dev_examples(str(tmp_path))
+    _write_tsv(tmp_path / "test.tsv", [["index"], ["0"]])
+    with pytest.raises(ValueError, match=r"test\.tsv:1: 1 columns, expected at least 2$"):
+        classifier.get_processor("cola").get_test_examples(str(tmp_path))
+    _write_tsv(tmp_path / "multinli" / "multinli.train.zh.tsv", [["premise", "hypo"], ["a", "b"]])
+    with pytest.raises(ValueError, match=r"multinli\.train\.zh\.tsv:1: 2 columns, expected at least 3$"):
+        classifier.get_processor("xnli").get_train_examples(str(tmp_path))
+    _write_tsv(tmp_path / "xnli.dev.tsv", [["language", "gold_label", *"abcde"]])
+    with pytest.raises(ValueError, match=r"xnli\.dev\.tsv:1: 7 columns, expected at least 8$"):
+        classifier.get_processor("xnli").get_dev_examples(str(tmp_path))
+
+
+def test_examples_know_their_file_and_line_and_compare_without_them(tmp_path):
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    _write_tsv(tmp_path / "dev.tsv", [header, ["1", "1", "2", "a", "b"], ["0", "3", "4", "c", "d"]])
+    examples = classifier.get_processor("mrpc").get_dev_examples(str(tmp_path))
+    dev = str(tmp_path / "dev.tsv")
+    assert [(e.input_file, e.line_number) for e in examples] == [(dev, 2), (dev, 3)]
+    assert examples[1] == InputExample("dev-2", "c", "d", "0")
+    # A quoted CSV field over two lines: the line where the row ends.
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
+        f.write('sentence,label\n"two\nlines",pos\nthree,neg\n')
+    examples = classifier.get_processor("csv", str(tmp_path)).get_train_examples(str(tmp_path))
+    assert [(e.text_a, e.line_number) for e in examples] == [("two\nlines", 3), ("three", 4)]
+
+
+def _options(tmp_path, data_dir, **changes):
+    return ClassifierOptions(
+        **dict(
+            dict(
+                task_name="mrpc",
+                data_dir=str(data_dir),
+                vocab_file=VOCAB,
+                bert_config_file=mf.GOOGLE_TINY_CONFIG,
+                init_checkpoint=mf.GOOGLE_TINY_CKPT,
+                output_dir=str(tmp_path / "out"),
+                max_seq_length=16,
+                train_batch_size=1,
+                do_train=True,
+            ),
+            **changes,
+        )
+    )
+
+
+def test_an_unknown_label_names_its_file_and_line_before_anything_is_written(tmp_path, fixtures_dir):
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    rows = [["1", "1", "2", "a", "b"], ["0", "3", "4", "c", "d"], ["1", "5", "6", "e", "f"]]
+    _write_tsv(tmp_path / "train.tsv", [header, *rows, ["2", "7", "8", "g", "h"]])
+    with pytest.raises(
+        ValueError, match=r"^.*/train\.tsv:5: label '2' is not one of the labels \['0', '1'\]$"
+    ):
+        run_classifier(_options(tmp_path, tmp_path))
+    # In the dev set, after a good training file: still nothing written.
+    _write_tsv(tmp_path / "train.tsv", [header, *rows])
+    _write_tsv(tmp_path / "dev.tsv", [header, ["x", "1", "2", "a", "b"]])
+    with pytest.raises(ValueError, match=r"^.*/dev\.tsv:2: label 'x' is not one of the labels \['0', '1'\]$"):
+        run_classifier(_options(tmp_path, tmp_path, do_eval=True))
+    # --task_name=tsv with --labels.
+    _write_tsv(tmp_path / "train.tsv", [["sentence", "label"], ["a", "pos"], ["b", "neutral"]])
+    with pytest.raises(
+        ValueError, match=r"^.*/train\.tsv:3: label 'neutral' is not one of the labels \['pos', 'neg'\]$"
+    ):
+        run_classifier(_options(tmp_path, tmp_path, task_name="tsv", labels="pos,neg"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_training_step_names_the_file_and_a_failed_run_leaves_no_output_dir(tmp_path, fixtures_dir):
+    _write_tsv(tmp_path / "train.tsv", [])
+    with pytest.raises(
+        ValueError,
+        match=r"^.*/train\.tsv: 0 training examples with --train_batch_size=8 and "
+        r"--num_train_epochs=0\.1 give no training step$",
+    ):
+        run_classifier(_options(tmp_path, tmp_path, train_batch_size=8, num_train_epochs=0.1))
+    with pytest.raises(ValueError, match=r"^/nope/train\.tsv: no such file$"):
+        run_classifier(_options(tmp_path, "/nope"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_finished_training_is_reported_in_terms_of_num_train_epochs(tmp_path, fixtures_dir, caplog):
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    ff.write_original_finetuned_checkpoint(str(output_dir / "model.ckpt-18"), 2, 18, seed=3)
+    (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-18"\n')
+    # 96 examples / 16 * 3 epochs = 18 steps: done.
+    options = _options(tmp_path, DEMO, train_batch_size=16, num_train_epochs=3.0)
+    with caplog.at_level(logging.INFO):
+        assert run_classifier(options)["train"] == {"global_step": 18}
+    messages = [r.getMessage() for r in caplog.records]
+    assert (
+        "Step 18 already reaches the 18 steps of --num_train_epochs=3.0 (96 examples, "
+        "--train_batch_size=16): nothing to train"
+    ) in messages
+    assert not [m for m in messages if "--num_train_steps" in m]
 
 
 # -- features --------------------------------------------------------------------------------

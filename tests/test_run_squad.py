@@ -303,6 +303,62 @@ def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, capl
     assert (tmp_path / "out" / "model.ckpt-1.index").exists()  # int(1 / 1 * 1) steps
 
 
+def test_eval_data_is_checked_before_the_predictions_are_written(fixtures_dir, tmp_path):
+    with open(os.path.join(DATA, "squad-v1.1.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    del data["data"][1]["paragraphs"][0]["qas"][0]["answers"]
+    qid = data["data"][1]["paragraphs"][0]["qas"][0]["id"]
+    predict_file = tmp_path / "dev.json"
+    predict_file.write_text(json.dumps(data))
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    earlier = {
+        name: f"earlier {name}" for name in ("predictions.json", "nbest_predictions.json", "eval_results.txt")
+    }
+    for name, text in earlier.items():
+        (output_dir / name).write_text(text)
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(output_dir),
+        do_predict=True,
+        do_eval=True,
+        predict_file=str(predict_file),
+        max_seq_length=64,
+        max_query_length=16,
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"^{predict_file}: question {qid}: no 'answers' \(evaluation needs the gold answers\)$",
+    ):
+        squad.run_squad(options)
+    assert {path.name: path.read_text() for path in output_dir.iterdir()} == earlier
+
+
+def test_no_training_step_names_the_file_and_writes_nothing(fixtures_dir, tmp_path):
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps({"data": []}))
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        train_file=str(train_file),
+        do_predict=True,
+        predict_file=os.path.join(DATA, "squad-v1.1.json"),
+        max_seq_length=64,
+        max_query_length=16,
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"^{train_file}: 0 training examples with --train_batch_size=32 and "
+        r"--num_train_epochs=3\.0 give no training step$",
+    ):
+        squad.run_squad(options)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_tool_has_the_originals_batch_flags_only(tmp_path):
     """The original's run_squad.py has --predict_batch_size and no --eval_batch_size (its
     evaluation is of the predictions)."""

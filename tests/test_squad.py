@@ -169,6 +169,47 @@ def test_bad_files_name_the_file(tmp_path):
         squad.read_squad_examples(v1, is_training=True, version_2_with_negative=True)
 
 
+def test_a_field_of_the_wrong_type_names_the_question_the_field_and_the_type(tmp_path):
+    answer_text = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q7", "?", 5, 0)]}])
+    with pytest.raises(
+        ValueError, match=r"data\.json: question q7: 'text' is an integer \(5\), expected a string$"
+    ):
+        squad.read_squad_examples(answer_text, is_training=True)
+    answer_start = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q7", "?", "b", "2")]}])
+    with pytest.raises(
+        ValueError,
+        match=r"data\.json: question q7: 'answer_start' is a string \(\"2\"\), expected an integer$",
+    ):
+        squad.read_squad_examples(answer_start, is_training=True)
+    answers = squad_file(tmp_path, [{"context": "a b", "qas": [dict(qa("q7", "?"), answers={})]}])
+    with pytest.raises(ValueError, match=r"question q7: 'answers' is an object \(\{\}\), expected a list$"):
+        squad.read_squad_examples(answers, is_training=True)
+    question = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q7", ["?"])]}])
+    with pytest.raises(
+        ValueError, match=r"question q7: 'question' is a list \(\[\"\?\"\]\), expected a string$"
+    ):
+        squad.read_squad_examples(question, is_training=False)
+    context = squad_file(tmp_path, [{"context": 12, "qas": [qa("q7", "?"), qa("q8", "?")]}])
+    with pytest.raises(
+        ValueError,
+        match=r"data\.json: the paragraph of question q7: 'context' is an integer \(12\), expected a string$",
+    ):
+        squad.read_squad_examples(context, is_training=False)
+    qas = squad_file(tmp_path, [{"context": "a b", "qas": ["q7"]}])
+    with pytest.raises(ValueError, match=r"data\.json: a string where an object with 'id' is expected$"):
+        squad.read_squad_examples(qas, is_training=False)
+
+
+def test_squad_2_training_data_without_the_flag_says_to_pass_it(tmp_path):
+    path = squad_file(tmp_path, [{"context": "a b", "qas": [qa("n", "?", is_impossible=True)]}])
+    with pytest.raises(
+        ValueError,
+        match=r"question n: 0 answers; a training question needs exactly 1 "
+        r"\(for SQuAD 2\.0 data pass --version_2_with_negative\)$",
+    ):
+        squad.read_squad_examples(path, is_training=True)
+
+
 # -- features -------------------------------------------------------------------------------
 
 

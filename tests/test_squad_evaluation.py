@@ -141,3 +141,35 @@ def test_evaluate_files_and_tool(tmp_path):
     bad = subprocess.run([*tool, v1], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "error: " in bad.stderr and "DATA_FILE PREDICTION_FILE" in bad.stderr
+
+
+def test_files_are_checked_before_evaluating(tmp_path):
+    predictions = write(tmp_path / "predictions.json", V2_PREDICTIONS)
+    v2 = write(tmp_path / "dev-v2.0.json", {"version": "v2.0", "data": V2})
+    with pytest.raises(
+        ValueError,
+        match=r"dev-v2\.0\.json: question n1 has no answer: for SQuAD 2\.0 data pass "
+        r"--version_2_with_negative$",
+    ):
+        ev.evaluate_files(v2, predictions)
+    bad_text = article(question("a1", "Broncos"))
+    bad_text[0]["paragraphs"][0]["qas"][0]["answers"][0]["text"] = 1895
+    data = write(tmp_path / "dev.json", {"data": bad_text})
+    with pytest.raises(
+        ValueError, match=r"dev\.json: question a1: 'text' is an integer \(1895\), expected a string$"
+    ):
+        ev.evaluate_files(data, predictions, True)
+    no_answers = article(question("a1", "Broncos"))
+    del no_answers[0]["paragraphs"][0]["qas"][0]["answers"]
+    data = write(tmp_path / "dev.json", {"data": no_answers})
+    with pytest.raises(
+        ValueError, match=r"dev\.json: question a1: no 'answers' \(evaluation needs the gold answers\)$"
+    ):
+        ev.read_dataset(data)
+
+    tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
+    result = subprocess.run([*tool, v2, predictions], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {v2}: question n1 has no answer: for SQuAD 2.0 data pass --version_2_with_negative"
+    )

@@ -71,6 +71,30 @@ def test_conll_reader_names_the_file_and_line_of_a_bad_row(tmp_path):
         tagging.read_conll(str(path), "dev")
 
 
+def test_no_training_step_names_the_file_before_anything_is_written(tmp_path, fixtures_dir):
+    train_file = tmp_path / "train.txt"
+    train_file.write_text("-DOCSTART- -X- -X- O\n\n")  # no sentence
+    options = tagging.TaggingOptions(
+        train_file=str(train_file),
+        eval_file=os.path.join(DEMO, "dev.txt"),
+        labels=",".join(LABELS),
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        do_eval=True,
+        train_batch_size=8,
+        num_train_epochs=0.1,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^.*/train\.txt: 0 training examples with --train_batch_size=8 and "
+        r"--num_train_epochs=0\.1 give no training step$",
+    ):
+        tagging.run_tagger(options)
+    assert not (tmp_path / "out").exists()
+
+
 # -- features --------------------------------------------------------------------------------
 
 

@@ -41,12 +41,18 @@ TEST_RESULTS = "test_results.tsv"
 
 @dataclasses.dataclass
 class InputExample:
-    """One example: `text_b` is None for a single sentence; `label` is a string of the label list."""
+    """One example: `text_b` is None for a single sentence; `label` is a string of the label list.
+
+    `input_file` and `line_number` say where it was read (None for an example made in code);
+    they name the place in an error and take no part in comparing examples.
+    """
 
     guid: str
     text_a: str
     text_b: str = None
     label: str = None
+    input_file: str = dataclasses.field(default=None, compare=False)
+    line_number: int = dataclasses.field(default=None, compare=False)
 
 
 class PaddingInputExample:
@@ -65,22 +71,25 @@ class InputFeatures:
     is_real_example: bool = True
 
 
-def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None):
+def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_columns=0):
     """Reads a delimited file as the original's `_read_tsv` (no quoting for TSV), checking that
-    every row has the same number of columns.
+    every row has the same number of columns, and at least those the task reads.
 
     Args:
       input_file: The file.
       num_columns: Columns every row must have; None: as many as the first row (the header).
       delimiter: The column separator.
       quotechar: The quote character; None reads quotes as text, as the original.
+      min_columns: Columns the first row (and so every row) must have at least: one past the
+        last the task reads.
 
     Returns:
-      The rows (lists of strings), the header included.
+      A list of (line number, row) with each row a list of strings, the header included; the
+      line number is the file's line where the row ends.
 
     Raises:
-      ValueError: The file is missing, or a row has a different number of columns; the message
-        names the file and line.
+      ValueError: The file is missing, the first row has fewer than `min_columns` columns, or a
+        row has another number of columns than expected; the message names the file and line.
     """
     if not os.path.isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
@@ -89,21 +98,26 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None):
         reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, quoting=quoting)
         lines = []
         for line in reader:
-            expected = num_columns if num_columns is not None else len(lines[0]) if lines else len(line)
+            where = f"{input_file}:{reader.line_num}"
+            if not lines and len(line) < min_columns:  # the others must have as many columns
+                raise ValueError(f"{where}: {len(line)} columns, expected at least {min_columns}")
+            expected = num_columns if num_columns is not None else len(lines[0][1]) if lines else len(line)
             if len(line) != expected:
                 source = "" if num_columns is not None else " (as the header)"
-                raise ValueError(
-                    f"{input_file}:{reader.line_num}: {len(line)} columns, expected {expected}{source}"
-                )
-            lines.append(line)
+                raise ValueError(f"{where}: {len(line)} columns, expected {expected}{source}")
+            lines.append((reader.line_num, line))
     return lines
 
 
 class DataProcessor:
     """Reads the train, dev and test examples of a task and knows its labels."""
 
+    def train_file(self, data_dir):
+        """The path of the training set's file (GLUE's `train.tsv`)."""
+        return os.path.join(data_dir, "train.tsv")
+
     def get_train_examples(self, data_dir):
-        """The `InputExample`s of the training set."""
+        """The `InputExample`s of the training set (`train_file`)."""
         raise NotImplementedError()
 
     def get_dev_examples(self, data_dir):
@@ -125,21 +139,24 @@ class XnliProcessor(DataProcessor):
 
     language = "zh"
 
+    def train_file(self, data_dir):
+        return os.path.join(data_dir, "multinli", f"multinli.train.{self.language}.tsv")
+
     def get_train_examples(self, data_dir):
-        lines = read_tsv(os.path.join(data_dir, "multinli", f"multinli.train.{self.language}.tsv"))
+        path = self.train_file(data_dir)
         examples = []
-        for i, line in enumerate(lines):
+        for i, (line_number, line) in enumerate(read_tsv(path, min_columns=3)):
             if i == 0:
                 continue
             label = "contradiction" if line[2] == "contradictory" else line[2]
-            examples.append(InputExample(f"train-{i}", line[0], line[1], label))
+            examples.append(InputExample(f"train-{i}", line[0], line[1], label, path, line_number))
         return examples
 
     def get_dev_examples(self, data_dir):
-        lines = read_tsv(os.path.join(data_dir, "xnli.dev.tsv"))
+        path = os.path.join(data_dir, "xnli.dev.tsv")
         return [
-            InputExample(f"dev-{i}", line[6], line[7], line[1])
-            for i, line in enumerate(lines)
+            InputExample(f"dev-{i}", line[6], line[7], line[1], path, line_number)
+            for i, (line_number, line) in enumerate(read_tsv(path, min_columns=8))
             if i > 0 and line[0] == self.language
         ]
 
@@ -149,27 +166,33 @@ class XnliProcessor(DataProcessor):
 
 class MnliProcessor(DataProcessor):
     """MultiNLI (GLUE): `train.tsv`, `dev_matched.tsv`, `test_matched.tsv`; sentences in columns
-    8 and 9, the label last; guids from the first column."""
+    8 and 9, the label last (the test set has none); guids from the first column."""
 
     def get_train_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "train.tsv")), "train")
+        return self._create_examples(self.train_file(data_dir), "train")
 
     def get_dev_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "dev_matched.tsv")), "dev_matched")
+        return self._create_examples(os.path.join(data_dir, "dev_matched.tsv"), "dev_matched")
 
     def get_test_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "test_matched.tsv")), "test")
+        return self._create_examples(os.path.join(data_dir, "test_matched.tsv"), "test")
 
     def get_labels(self):
         return ["contradiction", "entailment", "neutral"]
 
     @staticmethod
-    def _create_examples(lines, set_type):
+    def _create_examples(path, set_type):
+        lines = read_tsv(path, min_columns=10 if set_type == "test" else 11)
         return [
             InputExample(
-                f"{set_type}-{line[0]}", line[8], line[9], "contradiction" if set_type == "test" else line[-1]
+                f"{set_type}-{line[0]}",
+                line[8],
+                line[9],
+                "contradiction" if set_type == "test" else line[-1],
+                path,
+                line_number,
             )
-            for line in lines[1:]
+            for line_number, line in lines[1:]
         ]
 
 
@@ -178,22 +201,24 @@ class MrpcProcessor(DataProcessor):
     columns 3 and 4."""
 
     def get_train_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "train.tsv")), "train")
+        return self._create_examples(self.train_file(data_dir), "train")
 
     def get_dev_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
+        return self._create_examples(os.path.join(data_dir, "dev.tsv"), "dev")
 
     def get_test_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "test.tsv")), "test")
+        return self._create_examples(os.path.join(data_dir, "test.tsv"), "test")
 
     def get_labels(self):
         return ["0", "1"]
 
     @staticmethod
-    def _create_examples(lines, set_type):
+    def _create_examples(path, set_type):
         return [
-            InputExample(f"{set_type}-{i}", line[3], line[4], "0" if set_type == "test" else line[0])
-            for i, line in enumerate(lines)
+            InputExample(
+                f"{set_type}-{i}", line[3], line[4], "0" if set_type == "test" else line[0], path, line_number
+            )
+            for i, (line_number, line) in enumerate(read_tsv(path, min_columns=5))
             if i > 0
         ]
 
@@ -203,22 +228,29 @@ class ColaProcessor(DataProcessor):
     (label in 1, sentence in 3); `test.tsv` has a header and the sentence in column 1."""
 
     def get_train_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "train.tsv"), num_columns=4), "train")
+        return self._create_examples(self.train_file(data_dir), "train")
 
     def get_dev_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "dev.tsv"), num_columns=4), "dev")
+        return self._create_examples(os.path.join(data_dir, "dev.tsv"), "dev")
 
     def get_test_examples(self, data_dir):
-        return self._create_examples(read_tsv(os.path.join(data_dir, "test.tsv")), "test")
+        return self._create_examples(os.path.join(data_dir, "test.tsv"), "test")
 
     def get_labels(self):
         return ["0", "1"]
 
     @staticmethod
-    def _create_examples(lines, set_type):
+    def _create_examples(path, set_type):
         if set_type == "test":
-            return [InputExample(f"test-{i}", line[1], None, "0") for i, line in enumerate(lines) if i > 0]
-        return [InputExample(f"{set_type}-{i}", line[3], None, line[1]) for i, line in enumerate(lines)]
+            return [
+                InputExample(f"test-{i}", line[1], None, "0", path, line_number)
+                for i, (line_number, line) in enumerate(read_tsv(path, min_columns=2))
+                if i > 0
+            ]
+        return [
+            InputExample(f"{set_type}-{i}", line[3], None, line[1], path, line_number)
+            for i, (line_number, line) in enumerate(read_tsv(path, num_columns=4))
+        ]
 
 
 class TableProcessor(DataProcessor):
@@ -253,6 +285,9 @@ class TableProcessor(DataProcessor):
         self.label_column = label_column
         self.labels = list(labels) if labels else None
 
+    def train_file(self, data_dir):
+        return os.path.join(data_dir, f"train.{self.extension}")
+
     def get_train_examples(self, data_dir):
         return self._create_examples(data_dir, "train")
 
@@ -264,7 +299,7 @@ class TableProcessor(DataProcessor):
 
     def get_labels(self):
         if self.labels is None:
-            train_file = os.path.join(self.data_dir, f"train.{self.extension}")
+            train_file = self.train_file(self.data_dir)
             if not os.path.isfile(train_file):
                 raise ValueError(f"{train_file}: no such file; without training data pass --labels")
             self.labels = sorted({example.label for example in self.get_train_examples(self.data_dir)})
@@ -275,7 +310,7 @@ class TableProcessor(DataProcessor):
         lines = read_tsv(path, delimiter=self.delimiter, quotechar=self.quotechar)
         if not lines:
             raise ValueError(f"{path}: empty file (a header row naming the columns is expected)")
-        header = lines[0]
+        header = lines[0][1]
         wanted = [("text_a_column", self.text_a_column)]
         if self.text_b_column:
             wanted.append(("text_b_column", self.text_b_column))
@@ -293,8 +328,10 @@ class TableProcessor(DataProcessor):
                 line[text_a],
                 line[text_b] if text_b is not None else None,
                 line[label] if label is not None else self.get_labels()[0],
+                path,
+                line_number,
             )
-            for i, line in enumerate(lines)
+            for i, (line_number, line) in enumerate(lines)
             if i > 0
         ]
 
@@ -332,6 +369,22 @@ def get_processor(
     return TableProcessor(data_dir, name, text_a_column, text_b_column, label_column, labels)
 
 
+def check_label(example, label_list):
+    """Raises unless `example`'s label is one of `label_list`.
+
+    Args:
+      example: An `InputExample`.
+      label_list: The task's labels.
+
+    Raises:
+      ValueError: An unknown label; the message names the file and line the example was read
+        from (its guid for an example made in code).
+    """
+    if example.label not in label_list:
+        where = f"{example.input_file}:{example.line_number}" if example.input_file else example.guid
+        raise ValueError(f"{where}: label {example.label!r} is not one of the labels {label_list}")
+
+
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
     """Converts one `InputExample` into `InputFeatures`, as the original.
 
@@ -343,13 +396,12 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
       tokenizer: A `FullTokenizer`.
 
     Raises:
-      ValueError: The example's label is not in `label_list` (names the guid).
+      ValueError: The example's label is not in `label_list` (`check_label`).
     """
     if isinstance(example, PaddingInputExample):
         zeros = [0] * max_seq_length
         return InputFeatures(list(zeros), list(zeros), list(zeros), 0, is_real_example=False)
-    if example.label not in label_list:
-        raise ValueError(f"{example.guid}: label {example.label!r} is not one of the labels {label_list}")
+    check_label(example, label_list)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
     packed = pack_inputs(tokenizer.tokenize(example.text_a), tokens_b, max_seq_length, tokenizer)
     label_id = label_list.index(example.label)
@@ -503,7 +555,8 @@ def run_classifier(options):
     """Trains, evaluates, predicts and exports as the original's `run_classifier.py` does
     (`tools/run_classifier.py`).
 
-    Every input file is read and converted before the first training step.
+    Every input file is read, and every label checked, before the first record is written;
+    every record is written before the first training step.
 
     Returns:
       `{"train": metrics or None, "eval": results or None, "predict": probabilities or None,
@@ -527,28 +580,36 @@ def run_classifier(options):
     spec = name_to_features(options.max_seq_length)
     out = options.output_dir
 
-    def convert(examples, name):
-        path = os.path.join(out, name)
-        file_based_convert_examples_to_features(
-            examples, label_list, options.max_seq_length, runner.tokenizer, path
-        )
-        return path
+    def read(get_examples):
+        set_examples = get_examples(options.data_dir)
+        for example in set_examples:
+            check_label(example, label_list)
+        return set_examples
 
-    records = {}  # mode -> (file, number of records)
+    examples = {}  # mode -> (examples, record file)
     if options.do_train:
-        train_examples = processor.get_train_examples(options.data_dir)
-        records["train"] = (convert(train_examples, "train.tf_record"), len(train_examples))
+        train_examples = read(processor.get_train_examples)
+        runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
+        examples["train"] = (train_examples, "train.tf_record")
     if options.do_eval:
-        eval_examples = processor.get_dev_examples(options.data_dir)
+        eval_examples = read(processor.get_dev_examples)
         if options.use_tpu:
             eval_examples = _pad_for_tpu(eval_examples, options.eval_batch_size)
-        records["eval"] = (convert(eval_examples, "eval.tf_record"), len(eval_examples))
+        examples["eval"] = (eval_examples, "eval.tf_record")
     if options.do_predict:
-        predict_examples = processor.get_test_examples(options.data_dir)
+        predict_examples = read(processor.get_test_examples)
         num_actual_predict_examples = len(predict_examples)
         if options.use_tpu:
             predict_examples = _pad_for_tpu(predict_examples, options.predict_batch_size)
-        records["predict"] = (convert(predict_examples, "predict.tf_record"), len(predict_examples))
+        examples["predict"] = (predict_examples, "predict.tf_record")
+
+    records = {}  # mode -> (file, number of records)
+    for mode, (mode_examples, name) in examples.items():
+        path = os.path.join(out, name)
+        file_based_convert_examples_to_features(
+            mode_examples, label_list, options.max_seq_length, runner.tokenizer, path
+        )
+        records[mode] = (path, len(mode_examples))
 
     results = {"train": None, "eval": None, "predict": None, "export": None}
     num_labels = len(label_list)

@@ -17,7 +17,11 @@ The API (stable; the task modules and tools build on it):
   (float list) lists, keys in the dict's order, written atomically. `records_dataset(...)` reads
   them back: int64 features as int32 (the original's `_decode_record`).
 - `FinetuningRunner(options)`: checks the options (before anything is read or written), loads the
-  config, makes the `tf.distribute` strategy and the `FullTokenizer` (`runner.tokenizer`), then:
+  config, makes the `tf.distribute` strategy and the `FullTokenizer` (`runner.tokenizer`); the
+  output directory is made by the first file written in it, so a run that fails on its input
+  leaves none behind. Then:
+  - `runner.num_train_steps(num_examples, input_file)`: the original's step count, checked
+    (call it before writing anything: the error names the file);
   - `runner.build(factory, *args)`: `factory(config, *args, dtype=...)` under the strategy's
     scope (a task object or a model);
   - `runner.train(task, train_file, name_to_features, num_examples)`: AdamWeightDecay with the
@@ -216,7 +220,6 @@ class FinetuningRunner:
 
         from bert_tf.config import BertConfig
         from bert_tf.export.bert import check_vocab_and_length
-        from bert_tf.files import makedirs
         from bert_tf.text import tokenization
 
         options.validate()
@@ -233,7 +236,6 @@ class FinetuningRunner:
             if getattr(options, f"do_{mode}"):
                 flag = f"{mode}_batch_size"
                 self.distribution.check_batch_size(flag, getattr(options, flag))
-        makedirs(options.output_dir)
         if options.seed is not None:
             keras.utils.set_random_seed(options.seed)
         self.dtype = options.dtype
@@ -249,6 +251,29 @@ class FinetuningRunner:
 
     def _worker_batch(self, global_batch_size):
         return global_batch_size // self.distribution.num_workers
+
+    def num_train_steps(self, num_examples, input_file=None):
+        """The training steps of `num_examples` for the options' batch size and epochs (`train_steps`).
+
+        Args:
+          num_examples: The examples the epochs count.
+          input_file: The file they were read from, named in the error (None: none named).
+
+        Returns:
+          The number of steps, at least 1.
+
+        Raises:
+          ValueError: The examples give no training step.
+        """
+        options = self.options
+        num_train_steps = train_steps(num_examples, options.train_batch_size, options.num_train_epochs)
+        if num_train_steps < 1:
+            where = f"{input_file}: " if input_file else ""
+            raise ValueError(
+                f"{where}{num_examples} training examples with --train_batch_size={options.train_batch_size} "
+                f"and --num_train_epochs={options.num_train_epochs} give no training step"
+            )
+        return num_train_steps
 
     def train(self, task, train_file, name_to_features, num_examples):
         """Trains `task.model` on the records of `train_file` for the options' epochs.
@@ -270,12 +295,7 @@ class FinetuningRunner:
         from bert_tf.training.optimization import create_optimizer
 
         options = self.options
-        num_train_steps = train_steps(num_examples, options.train_batch_size, options.num_train_epochs)
-        if num_train_steps < 1:
-            raise ValueError(
-                f"{num_examples} training examples with --train_batch_size={options.train_batch_size} "
-                f"and --num_train_epochs={options.num_train_epochs} give no training step"
-            )
+        num_train_steps = self.num_train_steps(num_examples)
         num_warmup_steps = warmup_steps(num_train_steps, options.warmup_proportion)
         with self.strategy.scope():
             optimizer = create_optimizer("adamw", options.learning_rate, num_train_steps, num_warmup_steps)
@@ -295,7 +315,11 @@ class FinetuningRunner:
             input_context=self.distribution.input_context(),
             seed=options.seed,
         )
-        config = options.loop_config(num_train_steps, options.train_batch_size)
+        source = (
+            f"the {num_train_steps} steps of --num_train_epochs={options.num_train_epochs} "
+            f"({num_examples} examples, --train_batch_size={options.train_batch_size})"
+        )
+        config = options.loop_config(num_train_steps, options.train_batch_size, num_train_steps_source=source)
         return loop.train(task, optimizer, self.distribution, dataset, config, loss_scale)
 
     def evaluate(self, task, eval_file, name_to_features, num_records, more_results=None):

@@ -58,6 +58,7 @@ from bert_tf.modeling import BertModel
 from bert_tf.modeling.heads import ClsOutput
 from bert_tf.modeling.losses import negative_log_likelihood
 from bert_tf.tasks.finetuning import EVAL_RESULTS, FinetuningOptions, FinetuningRunner, write_records
+from bert_tf.tasks.squad_evaluation import squad_field
 from bert_tf.text.tokenization import BasicTokenizer, whitespace_tokenize
 
 logger = logging.getLogger(__name__)
@@ -172,8 +173,9 @@ def _training_answer(example, qa, word_of_char, version_2_with_negative, where):
     """Sets the answer fields of a training example; False if its answer must be skipped.
 
     Raises:
-      ValueError: `is_impossible` is missing under SQuAD 2.0, or an answerable question does not
-        have exactly one answer.
+      ValueError: `is_impossible` is missing under SQuAD 2.0, an answerable question does not
+        have exactly one answer (without `version_2_with_negative`, the message says to pass
+        it), or an answer's field has the wrong type.
     """
     if version_2_with_negative:
         if "is_impossible" not in qa:
@@ -184,10 +186,16 @@ def _training_answer(example, qa, word_of_char, version_2_with_negative, where):
     if example.is_impossible:
         example.orig_answer_text, example.start_position, example.end_position = "", -1, -1
         return True
-    answers = qa.get("answers", [])
+    answers = squad_field(qa, "answers", list, where) if "answers" in qa else []
     if len(answers) != 1:
-        raise ValueError(f"{where}: {len(answers)} answers; a training question needs exactly 1")
-    text, offset = answers[0]["text"], answers[0]["answer_start"]
+        hint = (
+            ""
+            if answers or version_2_with_negative
+            else " (for SQuAD 2.0 data pass --version_2_with_negative)"
+        )
+        raise ValueError(f"{where}: {len(answers)} answers; a training question needs exactly 1{hint}")
+    text = squad_field(answers[0], "text", str, where)
+    offset = squad_field(answers[0], "answer_start", int, where)
     last = offset + len(text) - 1
     found = ""
     if text and offset >= 0 and last < len(word_of_char):
@@ -216,23 +224,27 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
       left out, with a warning naming it.
 
     Raises:
-      ValueError: The file is not SQuAD JSON, or a training question has no single answer;
-        the message names the file and question.
+      ValueError: The file is not SQuAD JSON, a field has the wrong type, or a training question
+        has no single answer; the message names the file, and the question and field where
+        there is one (a paragraph by its first question).
     """
     examples = []
     for entry in _load_squad_json(input_file):
         try:
-            for paragraph in entry["paragraphs"]:
-                doc_tokens, word_of_char = split_paragraph(paragraph["context"])
-                for qa in paragraph["qas"]:
-                    example = SquadExample(qa["id"], qa["question"], doc_tokens)
-                    where = f"{input_file}: question {example.qas_id}"
+            for paragraph in squad_field(entry, "paragraphs", list, input_file):
+                qas = squad_field(paragraph, "qas", list, input_file)
+                first = squad_field(qas[0], "id", None, input_file) if qas else None
+                where = f"{input_file}: the paragraph of question {first}" if qas else input_file
+                doc_tokens, word_of_char = split_paragraph(squad_field(paragraph, "context", str, where))
+                for qa in qas:
+                    where = f"{input_file}: question {squad_field(qa, 'id', None, input_file)}"
+                    example = SquadExample(qa["id"], squad_field(qa, "question", str, where), doc_tokens)
                     if is_training and not _training_answer(
                         example, qa, word_of_char, version_2_with_negative, where
                     ):
                         continue
                     examples.append(example)
-        except (KeyError, TypeError) as e:
+        except KeyError as e:
             raise ValueError(f"{input_file}: not SQuAD JSON (missing {e})") from None
     return examples
 
@@ -791,8 +803,10 @@ def run_squad(options):
     checkpoint in `--output_dir` (else `--init_checkpoint`) on it and writes `predictions.json`,
     `nbest_predictions.json` and, for SQuAD 2.0, `null_odds.json`. `--do_eval` (bert_tf's)
     scores `predictions.json` against `--predict_file` by the official rules
-    (`bert_tf.tasks.squad_evaluation`) and writes `eval_results.txt`. Both files are read, and
-    the predict features made, before the first training step.
+    (`bert_tf.tasks.squad_evaluation`) and writes `eval_results.txt`. Both files are read and
+    checked (for `--do_eval`, as evaluation data; without `--do_predict`, `predictions.json`
+    must exist), the training steps checked and the predict features made before the first
+    file is written.
 
     Returns:
       `{"train": metrics or None, "predict": predictions or None, "eval": results or None}`.
@@ -800,7 +814,7 @@ def run_squad(options):
     Raises:
       ValueError: Bad flags or input, naming the flag, file or question.
     """
-    from bert_tf.tasks.squad_evaluation import evaluate_files
+    from bert_tf.tasks.squad_evaluation import evaluate_files, read_dataset
     from bert_tf.training.loop import write_eval_results
 
     _validate(options)
@@ -818,10 +832,16 @@ def run_squad(options):
             is_training,
         )
 
+    prediction_file, _, null_odds_file = (os.path.join(output_dir, name) for name in PREDICTION_FILES)
     if options.do_train:
         train_examples = read_squad_examples(options.train_file, True, version_2)
+        runner.num_train_steps(len(train_examples), options.train_file)
         # Shuffled here so that the input pipeline's small shuffle buffer suffices.
         random.Random(12345).shuffle(train_examples)
+    if options.do_eval:
+        read_dataset(options.predict_file, version_2)
+        if not options.do_predict and not os.path.isfile(prediction_file):
+            raise ValueError(f"--do_eval: {prediction_file} does not exist (run --do_predict first)")
     if options.do_predict:
         eval_examples = read_squad_examples(options.predict_file, False, version_2)
         eval_features = list(convert(eval_examples, False))
@@ -868,9 +888,6 @@ def run_squad(options):
         else:
             results["predict"] = compute_predictions(*arguments, options.do_lower_case, **settings)[0]
     if options.do_eval:
-        prediction_file, _, null_odds_file = (os.path.join(output_dir, name) for name in PREDICTION_FILES)
-        if not os.path.isfile(prediction_file):
-            raise ValueError(f"--do_eval: {prediction_file} does not exist (run --do_predict first)")
         results["eval"] = evaluate_files(
             options.predict_file, prediction_file, version_2, null_odds_file if version_2 else None
         )

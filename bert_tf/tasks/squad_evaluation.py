@@ -188,6 +188,81 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
     return results
 
 
+# The JSON names of Python's types as `json` reads them (bool before int: a bool is an int).
+_JSON_TYPES = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+               list: "a list", dict: "an object"}  # fmt: skip
+
+
+def _json_type(value):
+    """The JSON name of `value`'s type: "a string", "an integer", ... ("null" for None)."""
+    return next((name for kind, name in _JSON_TYPES.items() if isinstance(value, kind)), "null")
+
+
+def squad_field(record, name, expected, where):
+    """`record[name]`, checked to be of type `expected` (a boolean is not an integer).
+
+    Args:
+      record: An object of the SQuAD JSON (an article, paragraph, question or answer).
+      name: The field.
+      expected: `str`, `int`, `list` or `dict`; None checks nothing.
+      where: The file, and the question where there is one, for the message.
+
+    Returns:
+      The value.
+
+    Raises:
+      KeyError: The field is missing.
+      ValueError: `record` is not an object, or the value has another type; the message names
+        `where`, the field, the type found and the type expected.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: {_json_type(record)} where an object with {name!r} is expected")
+    value = record[name]
+    if expected is not None and (not isinstance(value, expected) or isinstance(value, bool)):
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = f" ({shown})" if len(shown) <= 40 else ""
+        raise ValueError(f"{where}: {name!r} is {_json_type(value)}{shown}, expected {_JSON_TYPES[expected]}")
+    return value
+
+
+def read_dataset(data_file, version_2_with_negative=False):
+    """The `data` list of a SQuAD JSON file, checked for evaluation: every question has an `id`
+    and a list of `answers`, each with a string `text`; under SQuAD 1.1 at least one.
+
+    Args:
+      data_file: The SQuAD JSON file.
+      version_2_with_negative: SQuAD 2.0: a question may have no answer.
+
+    Returns:
+      The `data` list.
+
+    Raises:
+      ValueError: The file cannot be read or is not SQuAD JSON, a field is missing or has the
+        wrong type, or (SQuAD 1.1) a question has no answer; the message names the file, and
+        the question and field where there is one.
+    """
+    data = _read_json(data_file, "SQuAD file")
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f'{data_file}: not SQuAD JSON (no top-level "data" list)')
+    try:
+        for article in data["data"]:
+            for paragraph in squad_field(article, "paragraphs", list, data_file):
+                for qa in squad_field(paragraph, "qas", list, data_file):
+                    where = f"{data_file}: question {squad_field(qa, 'id', None, data_file)}"
+                    if "answers" not in qa:
+                        raise ValueError(f"{where}: no 'answers' (evaluation needs the gold answers)")
+                    answers = squad_field(qa, "answers", list, where)
+                    for answer in answers:
+                        squad_field(answer, "text", str, where)
+                    if not answers and not version_2_with_negative:
+                        raise ValueError(
+                            f"{where} has no answer: for SQuAD 2.0 data pass --version_2_with_negative"
+                        )
+    except KeyError as e:
+        raise ValueError(f"{data_file}: not SQuAD JSON (missing {e})") from None
+    return data["data"]
+
+
 def _read_json(path, what):
     try:
         with open(path, encoding="utf-8") as reader:
@@ -205,20 +280,16 @@ def evaluate_files(
     (and, for 2.0, optionally a `null_odds.json`).
 
     Raises:
-      ValueError: A file cannot be read or is not what it should be; the message names it.
+      ValueError: A file cannot be read or is not what it should be (`read_dataset`); the
+        message names it.
     """
-    data = _read_json(data_file, "SQuAD file")
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise ValueError(f'{data_file}: not SQuAD JSON (no top-level "data" list)')
+    if na_prob_file and not version_2_with_negative:
+        raise ValueError("a no-answer probability file needs --version_2_with_negative")
     predictions = _read_json(prediction_file, "predictions file")
     if not isinstance(predictions, dict):
         raise ValueError(f"{prediction_file}: not a predictions file (a JSON object of question id: answer)")
-    try:
-        if not version_2_with_negative:
-            if na_prob_file:
-                raise ValueError("a no-answer probability file needs --version_2_with_negative")
-            return evaluate_v1(data["data"], predictions)
-        na_probs = _read_json(na_prob_file, "no-answer probabilities file") if na_prob_file else None
-        return evaluate_v2(data["data"], predictions, na_probs, na_prob_thresh)
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"{data_file}: not SQuAD JSON (missing {e})") from None
+    dataset = read_dataset(data_file, version_2_with_negative)
+    if not version_2_with_negative:
+        return evaluate_v1(dataset, predictions)
+    na_probs = _read_json(na_prob_file, "no-answer probabilities file") if na_prob_file else None
+    return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)

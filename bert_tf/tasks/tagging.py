@@ -493,7 +493,8 @@ def _label_list(options, train_examples):
 def run_tagger(options):
     """Trains, evaluates and predicts a tagger (`tools/run_tagger.py`).
 
-    Every input file is read and converted before the first training step. The labels are
+    Every input file is read and converted, and the training steps checked, before the first
+    record is written; every record is written before the first training step. The labels are
     `--labels` in order, else the tags of the training file, sorted.
 
     Returns:
@@ -515,18 +516,17 @@ def run_tagger(options):
     logger.info("Labels: %s", " ".join(label_list))
     spec = name_to_features(options.max_seq_length)
 
-    def convert(examples, name):
-        features = convert_examples_to_features(
-            examples, label_list, options.max_seq_length, runner.tokenizer
-        )
-        path = os.path.join(options.output_dir, name)
-        write_features(features, path)
-        return features, path
-
-    converted = {}
+    converted = {}  # mode -> (features, record file)
     for mode, examples in (("train", train_examples), ("eval", eval_examples), ("predict", predict_examples)):
         if examples is not None:
-            converted[mode] = convert(examples, f"{mode}.tf_record")
+            features = convert_examples_to_features(
+                examples, label_list, options.max_seq_length, runner.tokenizer
+            )
+            if mode == "train":
+                runner.num_train_steps(len(features), options.train_file)
+            converted[mode] = (features, os.path.join(options.output_dir, f"{mode}.tf_record"))
+    for features, path in converted.values():
+        write_features(features, path)
 
     results = {"train": None, "eval": None, "predict": None}
     num_labels = len(label_list)

@@ -45,6 +45,8 @@ class LoopConfig:
       gradient_reduction: "global" or "tpu_original" (`bert_tf.training.step`).
       gradient_accumulation_steps: Micro-batches per step.
       jit_compile: XLA for the forward and backward pass.
+      num_train_steps_source: What set `num_train_steps`, as the log names it when a resumed
+        run has nothing left to train; "" for `--num_train_steps=<num_train_steps>`.
     """
 
     output_dir: str
@@ -57,6 +59,7 @@ class LoopConfig:
     gradient_reduction: str = "global"
     gradient_accumulation_steps: int = 1
     jit_compile: bool = False
+    num_train_steps_source: str = ""
 
 
 class TrainingStopped(JobError):
@@ -173,9 +176,8 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         step = 0
     results = {"global_step": step}
     if step >= config.num_train_steps:
-        logger.info(
-            "Step %d already reaches --num_train_steps=%d: nothing to train", step, config.num_train_steps
-        )
+        source = config.num_train_steps_source or f"--num_train_steps={config.num_train_steps}"
+        logger.info("Step %d already reaches %s: nothing to train", step, source)
         return results
 
     writer = tf.summary.create_file_writer(config.output_dir) if distribution.is_chief else None
