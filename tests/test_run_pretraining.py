@@ -339,7 +339,7 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
 def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         run_pretraining(_five_steps(workdir, tmp_path, **overrides))
-    assert not list((tmp_path / "out").glob("model.ckpt-*"))
+    assert not (tmp_path / "out").exists()  # made by the first file written in it
 
 
 def test_the_records_are_checked_in_the_first_file_that_holds_one(fixtures_dir, tmp_path):

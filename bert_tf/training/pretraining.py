@@ -220,7 +220,7 @@ def run_pretraining(options):
 
     from bert_tf.config import BertConfig
     from bert_tf.data import make_pretraining_dataset
-    from bert_tf.files import expand_input_patterns, makedirs
+    from bert_tf.files import expand_input_patterns
     from bert_tf.training import loop
     from bert_tf.training.optimization import create_optimizer
 
@@ -240,7 +240,6 @@ def run_pretraining(options):
         )
     if options.do_eval:
         distribution.check_batch_size("eval_batch_size", options.eval_batch_size)
-    makedirs(options.output_dir)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
 
