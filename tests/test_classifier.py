@@ -269,6 +269,9 @@ def test_no_training_step_names_the_file_and_a_failed_run_leaves_no_output_dir(t
         run_classifier(_options(tmp_path, tmp_path, train_batch_size=8, num_train_epochs=0.1))
     with pytest.raises(ValueError, match=r"^/nope/train\.tsv: no such file$"):
         run_classifier(_options(tmp_path, "/nope"))
+    _write_tsv(tmp_path / "dev.tsv", [])
+    with pytest.raises(ValueError, match=rf"^--data_dir={tmp_path}: the dev set has no examples$"):
+        run_classifier(_options(tmp_path, tmp_path, do_train=False, do_eval=True))
     assert not (tmp_path / "out").exists()
 
 

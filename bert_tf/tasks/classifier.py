@@ -580,8 +580,10 @@ def run_classifier(options):
     spec = name_to_features(options.max_seq_length)
     out = options.output_dir
 
-    def read(get_examples):
+    def read(get_examples, set_name=None):
         set_examples = get_examples(options.data_dir)
+        if set_name and not set_examples:  # (the training set's count is checked by its steps)
+            raise ValueError(f"--data_dir={options.data_dir}: the {set_name} set has no examples")
         for example in set_examples:
             check_label(example, label_list)
         return set_examples
@@ -592,12 +594,12 @@ def run_classifier(options):
         runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
         examples["train"] = (train_examples, "train.tf_record")
     if options.do_eval:
-        eval_examples = read(processor.get_dev_examples)
+        eval_examples = read(processor.get_dev_examples, "dev")
         if options.use_tpu:
             eval_examples = _pad_for_tpu(eval_examples, options.eval_batch_size)
         examples["eval"] = (eval_examples, "eval.tf_record")
     if options.do_predict:
-        predict_examples = read(processor.get_test_examples)
+        predict_examples = read(processor.get_test_examples, "test")
         num_actual_predict_examples = len(predict_examples)
         if options.use_tpu:
             predict_examples = _pad_for_tpu(predict_examples, options.predict_batch_size)
