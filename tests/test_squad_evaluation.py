@@ -166,6 +166,11 @@ def test_files_are_checked_before_evaluating(tmp_path):
         ValueError, match=r"dev\.json: question a1: no 'answers' \(evaluation needs the gold answers\)$"
     ):
         ev.read_dataset(data)
+    numbers = write(tmp_path / "numbers.json", {"a1": 1895})
+    with pytest.raises(
+        ValueError, match=r"numbers\.json: question a1: the answer is an integer, expected a string$"
+    ):
+        ev.evaluate_files(v2, numbers, True)
 
     tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
     result = subprocess.run([*tool, v2, predictions], capture_output=True, text=True)

@@ -288,6 +288,11 @@ def evaluate_files(
     predictions = _read_json(prediction_file, "predictions file")
     if not isinstance(predictions, dict):
         raise ValueError(f"{prediction_file}: not a predictions file (a JSON object of question id: answer)")
+    for qas_id, answer in predictions.items():
+        if not isinstance(answer, str):
+            raise ValueError(
+                f"{prediction_file}: question {qas_id}: the answer is {_json_type(answer)}, expected a string"
+            )
     dataset = read_dataset(data_file, version_2_with_negative)
     if not version_2_with_negative:
         return evaluate_v1(dataset, predictions)
