@@ -133,7 +133,7 @@ def _running(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's
+    except (PermissionError, OverflowError):  # another user's; no process id at all: left alone
         return True
     return True
 

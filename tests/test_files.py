@@ -76,6 +76,7 @@ def test_the_next_write_removes_the_temporaries_of_killed_runs_only(tmp_path, ca
         f"out.txt.tmp-{dead}": True,  # a killed run's: removed
         f"out.txt.tmp-{os.getppid()}": False,  # a running process's (pytest's parent): kept
         "out.txt.tmp-notes": False,  # not a temporary's name
+        "out.txt.tmp-99999999999999999999": False,  # not a process id
         f"other.txt.tmp-{dead}": False,  # another file's
         f"model.tmp-{dead}.weights.h5": False,  # another suffix's
     }
