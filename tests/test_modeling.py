@@ -131,6 +131,26 @@ def test_heads_only_outputs_are_the_originals(pretrainer, reference, batch_name)
     assert abs(float(mlm) - float(batch["masked_lm_loss"])) <= 1e-5
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf_function"])
+@pytest.mark.parametrize("heads_only", [False, True], ids=["whole", "heads_only"])
+def test_an_empty_batch_gives_empty_outputs(pretrainer, heads_only, traced):
+    """A server may pass a batch of 0 rows: every output is empty, in its shape."""
+    config = pretrainer.config
+    model = BertPretrainer(config, heads_only=heads_only)
+    seq, predictions = 8, 3
+    inputs = {name: np.zeros((0, seq), np.int32) for name in ("input_ids", "input_mask", "segment_ids")}
+    inputs["masked_lm_positions"] = np.zeros((0, predictions), np.int32)
+    out = (tf.function(model) if traced else model)(inputs)
+    expected = {
+        "masked_lm_log_probs": (0, config.vocab_size),
+        "next_sentence_log_probs": (0, 2),
+    }
+    if not heads_only:
+        expected.update(sequence_output=(0, seq, config.hidden_size), pooled_output=(0, config.hidden_size))
+    for key, shape in expected.items():
+        assert tuple(out[key].shape) == shape, key
+
+
 @pytest.mark.parametrize("batch_name", mf.BATCHES)
 def test_losses_from_logits_are_the_originals(pretrainer, reference, batch_name):
     """The fused softmax cross-entropy on the heads' logits gives the original's losses."""

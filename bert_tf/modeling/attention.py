@@ -66,9 +66,10 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         for projection in (self.query, self.key, self.value):
             projection.build((None, self.hidden_size))
 
-    def _heads(self, x, batch):
-        """[batch, seq, H] or [batch * seq, H] -> [batch, seq, heads, head_size]."""
-        return ops.reshape(x, (batch, -1, self.num_heads, self.head_size))
+    def _heads(self, x, length):
+        """[batch, length, H] or [batch * length, H] -> [batch, length, heads, head_size] (the
+        batch inferred: an empty batch keeps its length)."""
+        return ops.reshape(x, (-1, length, self.num_heads, self.head_size))
 
     def _project(self, projection, x, with_bias):
         """`projection(x)`, or its matmul alone."""
@@ -83,9 +84,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           input_mask: [batch, seq], 1 for real tokens and 0 for padding. Every position attends
             to the real tokens only (`mask[b, from, to] = input_mask[b, to]`).
           training: Whether attention-probability dropout is on.
-          from_states: None, or float [batch, R, H] / [batch * R, H]: the states of the R
-            positions per sequence that attend (the original's `from_tensor`); the queries are
-            computed for these rows only.
+          from_states: None, or float [batch, R, H]: the states of the R positions per
+            sequence that attend (the original's `from_tensor`); the queries are computed for
+            these rows only.
           defer_value_bias: Return the value bias beside the context instead of adding it, when
             the biases are folded (see the class); the caller adds it to every row.
 
@@ -94,20 +95,20 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           default `hidden_states`). With `defer_value_bias`: `(context, value_bias)`, where
           `value_bias` is None unless the context leaves it out.
         """
+        batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        from_length = length if from_states is None else ops.shape(from_states)[1]
         if from_states is None:
             from_states = hidden_states
-        batch = ops.shape(input_mask)[0]
         fold = self.fold_biases and not training
         scale = 1.0 / math.sqrt(self.head_size)
-        query = self._heads(self._project(self.query, from_states, not fold), batch)
-        key = self._heads(self._project(self.key, hidden_states, not fold), batch)
-        value = self._heads(self._project(self.value, hidden_states, not fold), batch)
+        query = self._heads(self._project(self.query, from_states, not fold), from_length)
+        key = self._heads(self._project(self.key, hidden_states, not fold), length)
+        value = self._heads(self._project(self.value, hidden_states, not fold), length)
         adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
         if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
             query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
             query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
             adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
-        from_length, length = ops.shape(query)[1], ops.shape(key)[1]
         # cuDNN's fused attention with a bias differentiates only even lengths; Keras would try
         # it, log the failure with its traceback and fall back (pretraining's last layer attends
         # from the masked positions and [CLS]: often an odd count).
@@ -181,8 +182,8 @@ class Attention(BertConfigured, keras.layers.Layer):
           hidden_states: float [batch, seq, H] (or [batch * seq, H]), the layer input.
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
-          from_states: None, or the rows of `hidden_states` the output is computed for (see
-            `SelfAttention`); they are also the residual.
+          from_states: None, or float [batch, R, H]: the rows of `hidden_states` the output is
+            computed for (see `SelfAttention`); they are also the residual.
 
         Returns:
           float, in the shape of `from_states` (by default `hidden_states`).

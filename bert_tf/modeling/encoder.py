@@ -58,6 +58,7 @@ class Encoder(BertConfigured, keras.layers.Layer):
             all_layer_outputs.append(ops.reshape(output, shape))
         else:
             rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
+            rows = ops.reshape(rows, (-1, ops.shape(last_layer_positions)[1], shape[-1]))
             output = last_layer(hidden_states, input_mask, training=training, from_states=rows)
-            all_layer_outputs.append(ops.reshape(output, (shape[0], -1, shape[-1])))
+            all_layer_outputs.append(output)
         return all_layer_outputs

@@ -41,7 +41,7 @@ class TransformerLayer(BertConfigured, keras.layers.Layer):
           hidden_states: float [batch, seq, H] (or [batch * seq, H]).
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
-          from_states: None, or float [batch * R, H], the rows of `hidden_states` to compute the
+          from_states: None, or float [batch, R, H], the rows of `hidden_states` to compute the
             output at (all positions still serve as keys and values).
 
         Returns:
