@@ -325,6 +325,48 @@ def test_tf_example_equals_serving_default(served, batches):
     assert max_diff(served["examples/pooled_output"], want) <= 1e-5
 
 
+def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(moved_export):
+    """What a server may be sent: a negative id would read a row from the table's end, an int64
+    id past 2^32 would wrap into range, a masked position past its sequence another example's
+    token; each is refused with a message naming the input."""
+    import tensorflow_text  # noqa: F401 (the text signatures' ops)
+
+    loaded = tf.saved_model.load(str(moved_export / "1"))
+    ids = loaded.signatures["serving_default"]
+
+    def inputs(input_id=1000, segment_id=0, rows=2, seq=8):
+        return dict(
+            input_ids=tf.fill((rows, seq), input_id),
+            input_mask=tf.ones((rows, seq), tf.int32),
+            segment_ids=tf.fill((rows, seq), segment_id),
+        )
+
+    for bad, message in [
+        (dict(input_id=-1), "input_ids has a negative id"),
+        (dict(input_id=30522), "input_ids has an id of vocab_size=30522 or more, past the embedding table"),
+        (dict(segment_id=-1), "segment_ids has a negative id"),
+        (dict(segment_id=2), "segment_ids has an id of type_vocab_size=2 or more"),
+    ]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            ids(**inputs(**bad))
+    assert ids(**inputs(rows=0))["sequence_output"].shape == (0, 8, 128)
+    assert loaded.signatures["text"](text=tf.zeros([0], tf.string))["pooled_output"].shape == (0, 128)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b hold different numbers"):
+        loaded.signatures["text_pair"](text_a=tf.constant(["a", "b"]), text_b=tf.constant(["c"]))
+
+    example = tf.train.Example()
+    for name, value in (("input_ids", 2**32 + 7), ("input_mask", 1), ("segment_ids", 0)):
+        example.features.feature[name].int64_list.value.extend([value] * MAX_SEQ_LENGTH)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_ids has an id of vocab_size"):
+        loaded.signatures["tf_example"](examples=tf.constant([example.SerializeToString()]))
+
+    pretraining = loaded.signatures["pretraining"]
+    for position, message in [(8, "a position past the sequence"), (-1, "a negative position")]:
+        positions = tf.fill((2, MAX_PREDICTIONS), position)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            pretraining(**inputs(), masked_lm_positions=positions)
+
+
 def test_readme_requests_give_the_reference_outputs(served, requests, tokenizer):
     weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)

@@ -32,6 +32,15 @@ class PretrainingOutputs(keras.layers.Layer):
         self.pretrainer = pretrainer
 
     def call(self, inputs):
+        positions = inputs["masked_lm_positions"]
+        # The original's gather reads row `position + b * seq` of the flattened batch: a position
+        # outside [0, seq) would read another example's token.
+        tf.debugging.assert_non_negative(positions, message="masked_lm_positions has a negative position")
+        tf.debugging.assert_less(
+            positions,
+            tf.shape(inputs["input_ids"])[1],
+            message="masked_lm_positions has a position past the sequence",
+        )
         outputs = self.pretrainer(inputs)
         vocab_size = self.pretrainer.config.vocab_size
         per_example = tf.concat([tf.shape(inputs["masked_lm_positions"]), [vocab_size]], axis=0)
@@ -174,5 +183,6 @@ def export_bert(
         text_signatures=text_signatures,
         version=version,
         overwrite=overwrite,
+        config=encoder.config,
     )
     return path, report

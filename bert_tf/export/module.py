@@ -95,6 +95,10 @@ class ExportModule(tf.Module):
         their `extra_inputs`) directly.
       text_signatures: False leaves out `text` and `text_pair` and so every tensorflow-text op:
         a server without tensorflow-text can then load the export.
+      config: The model's `BertConfig`, or None. With it, the signatures that take ids reject
+        an `input_ids` outside [0, vocab_size) and a `segment_ids` outside
+        [0, type_vocab_size): a lookup past an embedding table fails only on a CPU, and a
+        negative id would read a row from the table's end.
 
     Raises:
       ValueError: `max_seq_length` below 3, a missing vocabulary, or a signature name used twice.
@@ -108,6 +112,7 @@ class ExportModule(tf.Module):
         max_seq_length,
         extra_signatures=None,
         text_signatures=True,
+        config=None,
     ):
         super().__init__(name="bert_tf_export")
         if max_seq_length < 3:
@@ -123,6 +128,14 @@ class ExportModule(tf.Module):
         self._served = served
         self._extra_served = extra_signatures
         self._max_seq_length = max_seq_length
+        self._id_limits = (
+            {
+                "input_ids": ("vocab_size", config.vocab_size),
+                "segment_ids": ("type_vocab_size", config.type_vocab_size),
+            }
+            if config is not None
+            else {}
+        )
         # The variables the signatures capture, tracked so they are saved. The models are not
         # tracked themselves: TensorFlow would also save every function a Keras model offers
         # (and trace its default serving function with float inputs).
@@ -158,20 +171,36 @@ class ExportModule(tf.Module):
                 self._max_seq_length,
                 message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
             )
+            self._check_ids(inputs)
             return served(inputs)
 
         return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
+
+    def _check_ids(self, inputs):
+        """Asserts, in the graph, that the ids in `inputs` have rows in the embedding tables."""
+        for name, (limit_name, limit) in self._id_limits.items():
+            ids = inputs[name]
+            tf.debugging.assert_non_negative(ids, message=f"{name} has a negative id")
+            tf.debugging.assert_less(
+                ids,
+                tf.cast(limit, ids.dtype),
+                message=f"{name} has an id of {limit_name}={limit} or more, past the embedding table",
+            )
 
     def _serve_text(self, text):
         return self._serve_text_pair(text, tf.fill(tf.shape(text), ""))
 
     def _serve_text_pair(self, text_a, text_b):
+        tf.debugging.assert_equal(
+            tf.size(text_a), tf.size(text_b), message="text_a and text_b hold different numbers of texts"
+        )
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
         return self._served(self.tokenizer.pack(text_a, text_b, self._max_seq_length))
 
     def _serve_examples(self, examples):
         features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
         parsed = tf.io.parse_example(examples, features)
+        self._check_ids(parsed)  # before the cast, which would wrap an int64 id into range
         return self._served({name: tf.cast(parsed[name], tf.int32) for name in ID_INPUTS})
 
 
@@ -186,6 +215,7 @@ def export_saved_model(
     text_signatures=True,
     version=None,
     overwrite=False,
+    config=None,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -201,6 +231,7 @@ def export_saved_model(
         ops in the server).
       version: Integer version; default the next free one.
       overwrite: Whether an existing version may be replaced.
+      config: The model's `BertConfig`: the signatures then check the ids (see `ExportModule`).
 
     Returns:
       The version directory written.
@@ -212,7 +243,7 @@ def export_saved_model(
     served = ServedModel(model, output_names)
     with versioned_directory(export_dir, version, overwrite) as (tmp, final):
         module = ExportModule(
-            served, vocab_file, do_lower_case, max_seq_length, extra_signatures, text_signatures
+            served, vocab_file, do_lower_case, max_seq_length, extra_signatures, text_signatures, config
         )
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():

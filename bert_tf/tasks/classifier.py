@@ -662,4 +662,5 @@ def export_classifier(runner, num_labels):
         options.do_lower_case,
         options.max_seq_length,
         options.export_dir,
+        config=runner.config,
     )
