@@ -361,7 +361,7 @@ def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(moved_ex
         loaded.signatures["tf_example"](examples=tf.constant([example.SerializeToString()]))
 
     pretraining = loaded.signatures["pretraining"]
-    for position, message in [(8, "a position past the sequence"), (-1, "a negative position")]:
+    for position, message in [(8, "position past the sequence"), (-1, "masked_lm_positions has a negative")]:
         positions = tf.fill((2, MAX_PREDICTIONS), position)
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             pretraining(**inputs(), masked_lm_positions=positions)

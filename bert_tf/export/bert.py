@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.config import BertConfig
-from bert_tf.export.module import ServedModel, export_saved_model
+from bert_tf.export.module import ServedModel, after_checks, export_saved_model
 from bert_tf.export.versioning import check_version
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.text import tokenization
@@ -35,12 +35,15 @@ class PretrainingOutputs(keras.layers.Layer):
         positions = inputs["masked_lm_positions"]
         # The original's gather reads row `position + b * seq` of the flattened batch: a position
         # outside [0, seq) would read another example's token.
-        tf.debugging.assert_non_negative(positions, message="masked_lm_positions has a negative position")
-        tf.debugging.assert_less(
-            positions,
-            tf.shape(inputs["input_ids"])[1],
-            message="masked_lm_positions has a position past the sequence",
-        )
+        checks = [
+            tf.debugging.assert_non_negative(positions, message="masked_lm_positions has a negative one"),
+            tf.debugging.assert_less(
+                positions,
+                tf.shape(inputs["input_ids"])[1],
+                message="masked_lm_positions has a position past the sequence",
+            ),
+        ]
+        inputs = after_checks(inputs, checks)
         outputs = self.pretrainer(inputs)
         vocab_size = self.pretrainer.config.vocab_size
         per_example = tf.concat([tf.shape(inputs["masked_lm_positions"]), [vocab_size]], axis=0)

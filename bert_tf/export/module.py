@@ -74,6 +74,21 @@ class ServedModel:
         return dict(zip(self.output_names, outputs, strict=True))
 
 
+def after_checks(tensors, checks):
+    """`tensors` (a dict) passed on once the assertions `checks` have run, so that no op reading
+    them fails first with a less clear error (an op runs as soon as its inputs are ready).
+
+    Args:
+      tensors: Name -> tensor.
+      checks: Assertion ops (`tf.debugging.assert_*` in a `tf.function`).
+
+    Returns:
+      Name -> the same values, computed after `checks`.
+    """
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(tensor) for name, tensor in tensors.items()}
+
+
 def _id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
 
@@ -166,41 +181,45 @@ class ExportModule(tf.Module):
 
     def _ids_signature(self, served):
         def serve(**inputs):
-            tf.debugging.assert_less_equal(
+            longest = tf.debugging.assert_less_equal(
                 tf.shape(inputs["input_ids"])[1],
                 self._max_seq_length,
                 message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
             )
-            self._check_ids(inputs)
-            return served(inputs)
+            return served(after_checks(inputs, [longest, *self._id_checks(inputs)]))
 
         return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
 
-    def _check_ids(self, inputs):
-        """Asserts, in the graph, that the ids in `inputs` have rows in the embedding tables."""
+    def _id_checks(self, inputs):
+        """The assertions that the ids in `inputs` have rows in the embedding tables."""
+        checks = []
         for name, (limit_name, limit) in self._id_limits.items():
             ids = inputs[name]
-            tf.debugging.assert_non_negative(ids, message=f"{name} has a negative id")
-            tf.debugging.assert_less(
-                ids,
-                tf.cast(limit, ids.dtype),
-                message=f"{name} has an id of {limit_name}={limit} or more, past the embedding table",
+            checks.append(tf.debugging.assert_non_negative(ids, message=f"{name} has a negative id"))
+            checks.append(
+                tf.debugging.assert_less(
+                    ids,
+                    tf.cast(limit, ids.dtype),
+                    message=f"{name} has an id of {limit_name}={limit} or more, past the embedding table",
+                )
             )
+        return checks
 
     def _serve_text(self, text):
         return self._serve_text_pair(text, tf.fill(tf.shape(text), ""))
 
     def _serve_text_pair(self, text_a, text_b):
-        tf.debugging.assert_equal(
+        same_size = tf.debugging.assert_equal(
             tf.size(text_a), tf.size(text_b), message="text_a and text_b hold different numbers of texts"
         )
+        texts = after_checks({"a": text_a, "b": text_b}, [same_size])
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
-        return self._served(self.tokenizer.pack(text_a, text_b, self._max_seq_length))
+        return self._served(self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length))
 
     def _serve_examples(self, examples):
         features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
         parsed = tf.io.parse_example(examples, features)
-        self._check_ids(parsed)  # before the cast, which would wrap an int64 id into range
+        parsed = after_checks(parsed, self._id_checks(parsed))  # before the cast, which would wrap
         return self._served({name: tf.cast(parsed[name], tf.int32) for name in ID_INPUTS})
 
 
