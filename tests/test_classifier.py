@@ -275,6 +275,19 @@ def test_no_training_step_names_the_file_and_a_failed_run_leaves_no_output_dir(t
     assert not (tmp_path / "out").exists()
 
 
+def test_a_rerun_with_another_batch_size_continues_with_the_input_afresh(tmp_path, fixtures_dir, caplog):
+    """The saved input position belongs to the records and batch it was saved with: a rerun
+    with another batch size (whose iterator would not take it) starts its input afresh."""
+    first = _options(tmp_path, DEMO, train_batch_size=16, num_train_epochs=0.5, save_checkpoints_steps=1)
+    assert run_classifier(first)["train"]["global_step"] == 3  # 96 examples / 16 * 0.5
+    rerun = _options(tmp_path, DEMO, train_batch_size=8, num_train_epochs=0.5, save_checkpoints_steps=1)
+    with caplog.at_level(logging.INFO):
+        assert run_classifier(rerun)["train"]["global_step"] == 6
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("The input differs from the one") for m in messages)
+    assert not any(m.startswith("Resumed the input") for m in messages)
+
+
 def test_a_finished_training_is_reported_in_terms_of_num_train_epochs(tmp_path, fixtures_dir, caplog):
     output_dir = tmp_path / "out"
     output_dir.mkdir()

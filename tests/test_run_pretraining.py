@@ -3,6 +3,7 @@ the original's own checkpoint in --output_dir, a NaN stop, logs and TensorBoard,
 and bad input. A one-layer model of width 32 keeps each run to seconds.
 """
 
+import json
 import os
 import re
 import shutil
@@ -211,6 +212,45 @@ def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
         if name.endswith("/adam_v"):
             assert (after[name] >= 0.999 * before[name] * (1 - 1e-6)).all(), name
     assert max(np.abs(after[n] - before[n]).max() for n in before if n.endswith("/kernel")) > 0
+
+
+def test_another_models_checkpoint_in_output_dir_is_an_error(workdir, tmp_path):
+    """The fixture's 2-layer model.ckpt-3 resumed by a 1-layer model: its layer_1 weights would
+    be left out of every later checkpoint (and so lost once older ones are deleted)."""
+    for name in os.listdir(TRAIN):
+        if name.startswith("model.ckpt-3"):
+            shutil.copy(os.path.join(TRAIN, name), tmp_path / name)
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    with open(os.path.join(TRAIN, "bert_config.json"), encoding="utf-8") as f:
+        one_layer = dict(json.load(f), num_hidden_layers=1)
+    config = tmp_path / "one_layer.json"
+    BertConfig(**one_layer).to_json_file(str(config))
+    options = _five_steps(workdir, tmp_path, output_dir=str(tmp_path), bert_config_file=str(config))
+    with pytest.raises(
+        ValueError, match=r"model\.ckpt-3: 16 of its weights are not in the model \(bert/encoder/layer_1/"
+    ):
+        run_pretraining(options)
+    assert sorted(p.name for p in tmp_path.glob("model.ckpt-*.index")) == ["model.ckpt-3.index"]
+
+
+def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_checkpoint(
+    workdir, uninterrupted
+):
+    """Without its `checkpoint` state file the run resumes from the newest complete checkpoint
+    (the original's Estimator would start again from step 0 and write over them); an input
+    state that cannot be read restarts the input only."""
+    output_dir = workdir / "lost_state"
+    shutil.copytree(uninterrupted[0], output_dir)
+    (output_dir / "checkpoint").unlink()
+    (output_dir / "model.ckpt-50.index").write_bytes(b"")  # an index without data: not complete
+    for path in (output_dir / "input_state").glob("model.ckpt-40.worker-0.data-*"):
+        path.write_bytes(path.read_bytes()[:100])
+    result = _run(_args(workdir, output_dir, 42, save_checkpoints_steps=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "using the newest complete checkpoint, model.ckpt-40" in result.stderr
+    assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
+    assert "worker-0: cannot read it (" in result.stderr and "the input starts afresh" in result.stderr
+    assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
 
 
 def _nan_copy(source, target):

@@ -48,10 +48,12 @@ without a gradient (no update, no Adam slots in the checkpoint).
 """
 
 import dataclasses
+import json
 import logging
 import math
 import os
 
+from bert_tf import files
 from bert_tf.training.options import TrainingOptions, option
 
 logger = logging.getLogger(__name__)
@@ -320,7 +322,22 @@ class FinetuningRunner:
             f"({num_examples} examples, --train_batch_size={options.train_batch_size})"
         )
         config = options.loop_config(num_train_steps, options.train_batch_size, num_train_steps_source=source)
-        return loop.train(task, optimizer, self.distribution, dataset, config, loss_scale)
+        # What a resumed run must read the same to continue the saved input position: the
+        # records (made afresh by each run from the data and flags), their shapes, the batch,
+        # the seed and the worker.
+        description = json.dumps(
+            {
+                "train_file": train_file,
+                "bytes": files.size(train_file),
+                "num_examples": num_examples,
+                "features": {name: list(feature.shape) for name, feature in sorted(name_to_features.items())},
+                "batch_size": self._worker_batch(options.train_batch_size),
+                "seed": options.seed,
+                "worker": [self.distribution.worker_index, self.distribution.num_workers],
+            },
+            sort_keys=True,
+        )
+        return loop.train(task, optimizer, self.distribution, dataset, config, loss_scale, description)
 
     def evaluate(self, task, eval_file, name_to_features, num_records, more_results=None):
         """Evaluates on every record of `eval_file` once and writes `eval_results.txt`.

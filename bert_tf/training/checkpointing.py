@@ -37,6 +37,33 @@ def checkpoint_step(prefix):
     return int(match.group(1)) if match else None
 
 
+def latest_checkpoint(directory):
+    """The latest checkpoint in `directory`: the one its `checkpoint` state file names; where
+    that file is missing or names a checkpoint that is gone, the complete `model.ckpt-<step>`
+    of the highest step, with a warning (training would otherwise start again from step 0 and
+    write over the checkpoints there).
+
+    Returns:
+      The checkpoint prefix, or None if there is none.
+    """
+    named = tf.train.latest_checkpoint(directory)
+    if named:
+        return named
+    indexes = glob(os.path.join(directory, f"{CHECKPOINT_NAME}-*.index"))
+    prefixes = (index[: -len(".index")] for index in indexes)
+    complete = [p for p in prefixes if checkpoint_step(p) is not None and glob(p + ".data-*")]
+    if not complete:
+        return None
+    newest = max(complete, key=checkpoint_step)
+    logger.warning(
+        "%s: its checkpoint state file is missing or names a checkpoint that is gone; using the "
+        "newest complete checkpoint, %s",
+        directory,
+        os.path.basename(newest),
+    )
+    return newest
+
+
 class TrainingCheckpoints:
     """Saves and restores the training state of a model and its optimizer in `directory`.
 
@@ -80,8 +107,8 @@ class TrainingCheckpoints:
         self.barrier = barrier or (lambda: None)
 
     def latest(self):
-        """The prefix of the latest checkpoint in the directory, or None."""
-        return tf.train.latest_checkpoint(self.directory)
+        """The prefix of the latest checkpoint in the directory (`latest_checkpoint`), or None."""
+        return latest_checkpoint(self.directory)
 
     def _input_state_prefix(self, prefix):
         name = f"{os.path.basename(prefix)}.worker-{self.worker_index}"
@@ -149,9 +176,17 @@ class TrainingCheckpoints:
           The restored step.
 
         Raises:
-          ValueError: The checkpoint does not fit the model (names the variable and shapes).
+          ValueError: The checkpoint does not fit the model (names the variable and shapes), or
+            it has weights the model lacks: a checkpoint written by another model (another
+            `--bert_config_file`), whose extra weights the next checkpoints would leave out.
         """
-        load_google_checkpoint(self.model, prefix)
+        report = load_google_checkpoint(self.model, prefix)
+        if report.unused_weights:
+            shown = ", ".join(report.unused_weights[:3]) + (", ..." if len(report.unused_weights) > 3 else "")
+            raise ValueError(
+                f"{prefix}: {len(report.unused_weights)} of its weights are not in the model ({shown}); "
+                "was it trained with another --bert_config_file? Nothing was resumed"
+            )
         reader = open_checkpoint(prefix)
         names = reader.get_variable_to_shape_map()
         missing = []
@@ -173,29 +208,40 @@ class TrainingCheckpoints:
             int(reader.get_tensor("global_step")) if "global_step" in names else checkpoint_step(prefix) or 0
         )
         self.optimizer.iterations.assign(step)
+        if self.input_state:
+            self._restore_input_state(prefix)
+        return step
+
+    def _restore_input_state(self, prefix):
+        """Restores this worker's input state saved with checkpoint `prefix`, if it was saved
+        for the same input; else (or if it cannot be read) the input starts afresh, as the
+        log says."""
         state_prefix = self._input_state_prefix(prefix)
-        if not self.input_state:
-            return step
         if not exists(state_prefix + ".index"):
             logger.info("%s has no input state: the input starts afresh", prefix)
-            return step
-        state = open_checkpoint(state_prefix)
-        description = state.get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
-        if description != self.input_description:
-            logger.warning(
-                "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
-                prefix,
-                description,
-                self.input_description,
-            )
-            return step
-        # A state saved without some of today's parts (the loss scale of a run switched to
-        # mixed_float16) restores the rest; those parts start afresh.
-        saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
-        restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
-        if afresh := sorted(self.input_state.keys() - restored.keys()):
-            logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
-        # expect_partial: the saved description is read above, not restored into an object.
-        tf.train.Checkpoint(**restored).read(state_prefix).assert_existing_objects_matched().expect_partial()
+            return
+        try:
+            state = open_checkpoint(state_prefix)
+            description = state.get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
+            if description != self.input_description:
+                logger.warning(
+                    "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
+                    prefix,
+                    description,
+                    self.input_description,
+                )
+                return
+            # A state saved without some of today's parts (the loss scale of a run switched to
+            # mixed_float16) restores the rest; those parts start afresh.
+            saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
+            restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
+            if afresh := sorted(self.input_state.keys() - restored.keys()):
+                logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
+            # expect_partial: the saved description is read above, not restored into an object.
+            checkpoint = tf.train.Checkpoint(**restored)
+            checkpoint.read(state_prefix).assert_existing_objects_matched().expect_partial()
+        except (tf.errors.OpError, IndexError, ValueError) as e:  # a truncated or corrupt file
+            reason = getattr(e, "message", str(e)).strip().splitlines()[0]
+            logger.warning("%s: cannot read it (%s): the input starts afresh", state_prefix, reason)
+            return
         logger.info("Resumed the input where %s left it", prefix)
-        return step

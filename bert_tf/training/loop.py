@@ -23,7 +23,7 @@ from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output, open_file
-from bert_tf.training.checkpointing import TrainingCheckpoints
+from bert_tf.training.checkpointing import TrainingCheckpoints, latest_checkpoint
 from bert_tf.training.step import EvalStep, TrainStep
 
 logger = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
     Raises:
       ValueError: The checkpoint does not fit the model (names the variable and shapes).
     """
-    prefix = tf.train.latest_checkpoint(output_dir)
+    prefix = latest_checkpoint(output_dir)
     if prefix:
         load_google_checkpoint(model, prefix)
         reader = open_checkpoint(prefix)
@@ -294,5 +294,4 @@ def write_eval_results(results, path):
             value = results[key]
             value = value if isinstance(value, int) else np.float32(value)
             writer.write(f"{key} = {value!s}\n")  # str(): a float32 prints its shortest digits
-    for key in sorted(results):
-        logger.info("  %s = %s", key, results[key])
+            logger.info("  %s = %s", key, value)
