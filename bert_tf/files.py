@@ -140,8 +140,9 @@ def _running(pid):
 
 def remove_abandoned(path, suffix=""):
     """Deletes the temporaries of `path` whose writer no longer runs: those a run killed before
-    it could delete them (kill -9) left. `atomic_output` and the checkpoint and export writers
-    name them `<path>.tmp-<pid>...` (`<stem>.tmp-<pid><suffix>` where `path` is `<stem><suffix>`).
+    it could delete them (kill -9) left, named by `temporary_path` (`<path>.tmp-<pid>`, or
+    `<stem>.tmp-<pid><suffix>` where `path` is `<stem><suffix>`; a checkpoint's files add their
+    own endings).
     Only local paths are looked at, taken to be written on this machine: on a remote
     filesystem the writer may run on another.
 
@@ -169,13 +170,29 @@ def remove_abandoned(path, suffix=""):
     return removed
 
 
+def temporary_path(path, suffix=""):
+    """The name this process writes `path` under before renaming it into place:
+    `<stem>.tmp-<pid><suffix>` where `path` is `<stem><suffix>`. The temporaries of `path` that
+    killed runs left are deleted first (`remove_abandoned`).
+
+    Args:
+      path: The final name, local or not.
+      suffix: An ending of `path` the temporary keeps (Keras chooses a format by extension).
+
+    Returns:
+      The temporary path (nothing is created there).
+    """
+    remove_abandoned(path, suffix)
+    return f"{path[: len(path) - len(suffix)]}.tmp-{os.getpid()}{suffix}"
+
+
 @contextlib.contextmanager
 def atomic_output(path, suffix=""):
     """Gives a temporary path beside `path`; renames it to `path` if the block completes.
 
     If the block raises, the temporary file is deleted, so an interrupted run never leaves a
     truncated file under the final name; the temporaries of `path` that killed runs left are
-    deleted first (`remove_abandoned`). The parent directory is created if needed. What the
+    deleted first (`temporary_path`). The parent directory is created if needed. What the
     rename guarantees depends on the filesystem (see the module doc).
 
     Args:
@@ -189,8 +206,7 @@ def atomic_output(path, suffix=""):
     directory = os.path.dirname(path)
     if directory:
         makedirs(directory)
-    remove_abandoned(path, suffix)
-    tmp = f"{path[: len(path) - len(suffix)]}.tmp-{os.getpid()}{suffix}"
+    tmp = temporary_path(path, suffix)
     try:
         yield tmp
         rename(tmp, path)

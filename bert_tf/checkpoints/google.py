@@ -231,8 +231,7 @@ def write_checkpoint(prefix, named_tensors):
     directory = os.path.dirname(prefix)
     if directory:
         files.makedirs(directory)
-    files.remove_abandoned(prefix)
-    tmp_prefix = f"{prefix}.tmp-{os.getpid()}"
+    tmp_prefix = files.temporary_path(prefix)
     try:
         tf.raw_ops.SaveV2(
             prefix=tmp_prefix,

@@ -76,8 +76,7 @@ def versioned_directory(export_dir, version=None, overwrite=False):
     version = check_version(export_dir, version, overwrite)
     final = os.path.join(export_dir, str(version))
     created_export_dir = not tf.io.gfile.exists(export_dir)
-    files.remove_abandoned(final)
-    tmp = f"{final}.tmp-{os.getpid()}"
+    tmp = files.temporary_path(final)
     tf.io.gfile.makedirs(tmp)
     try:
         yield tmp, final

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
-from bert_tf.files import atomic_output, exists, glob, makedirs, open_file, remove, remove_abandoned, rename
+from bert_tf.files import atomic_output, exists, glob, makedirs, open_file, remove, rename, temporary_path
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +136,7 @@ class TrainingCheckpoints:
         if self.input_state:
             state_prefix = self._input_state_prefix(prefix)
             makedirs(os.path.dirname(state_prefix))
-            remove_abandoned(state_prefix)
-            tmp = f"{state_prefix}.tmp-{os.getpid()}"
+            tmp = temporary_path(state_prefix)
             description = tf.Variable(self.input_description, name=_DESCRIPTION)
             written = tf.train.Checkpoint(**self.input_state, **{_DESCRIPTION: description}).write(tmp)
             # Data files first, the index last: the state exists once its index does.
