@@ -125,7 +125,7 @@ def open_checkpoint(prefix):
         raise ValueError(f"{prefix}: cannot read checkpoint ({message})") from None
 
 
-def load_google_checkpoint(model, path, strict=True):
+def load_google_checkpoint(model, path, strict=True, allow_unused=True):
     """Loads a Google (TF1 name-based) checkpoint into a bert_tf model.
 
     All checks run before anything is assigned: if one variable cannot be loaded, the model
@@ -136,14 +136,17 @@ def load_google_checkpoint(model, path, strict=True):
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`) or a directory holding one.
       strict: If True, every model weight must be in the checkpoint. If False, missing weights
         keep their initial values and are listed in the report's `missing`.
+      allow_unused: If False, every weight of the checkpoint must be in the model (optimizer
+        slots and `global_step` aside): a training run resuming its own checkpoint, whose
+        later checkpoints would leave the others out.
 
     Returns:
       A `LoadReport`.
 
     Raises:
       ValueError: The path holds no readable checkpoint, the checkpoint is not a BERT one, a
-        weight is missing (strict), or a shape differs; the message names the variables and
-        both shapes.
+        weight is missing (strict) or left over (not `allow_unused`), or a shape differs; the
+        message names the variables and both shapes.
     """
     prefix = resolve_checkpoint_prefix(path)
     reader = open_checkpoint(prefix)
@@ -178,6 +181,20 @@ def load_google_checkpoint(model, path, strict=True):
             + ", ".join(missing[:5])
             + (" ..." if len(missing) > 5 else "")
         )
+    used = set(present)
+    report = LoadReport(
+        checkpoint=prefix,
+        loaded=present,
+        unused=sorted(name for name in shapes if name not in used),
+        missing=missing,
+    )
+    unused = report.unused_weights
+    if unused and not allow_unused:
+        problems.append(
+            f"{len(unused)} of its weights are not in the model ({', '.join(unused[:3])}"
+            + (", ..." if len(unused) > 3 else "")
+            + "); was it written for another bert_config.json?"
+        )
     if problems:
         raise ValueError(f"{prefix}: " + " ".join(problems) + " Nothing was loaded.")
 
@@ -194,13 +211,7 @@ def load_google_checkpoint(model, path, strict=True):
             values.append((weight, np.asarray(value, dtype=weight.dtype)))
     for weight, value in values:
         weight.assign(value)
-    used = set(present)
-    return LoadReport(
-        checkpoint=prefix,
-        loaded=present,
-        unused=sorted(name for name in shapes if name not in used),
-        missing=missing,
-    )
+    return report
 
 
 def write_checkpoint(prefix, named_tensors):

@@ -179,13 +179,7 @@ class TrainingCheckpoints:
             it has weights the model lacks: a checkpoint written by another model (another
             `--bert_config_file`), whose extra weights the next checkpoints would leave out.
         """
-        report = load_google_checkpoint(self.model, prefix)
-        if report.unused_weights:
-            shown = ", ".join(report.unused_weights[:3]) + (", ..." if len(report.unused_weights) > 3 else "")
-            raise ValueError(
-                f"{prefix}: {len(report.unused_weights)} of its weights are not in the model ({shown}); "
-                "was it trained with another --bert_config_file? Nothing was resumed"
-            )
+        load_google_checkpoint(self.model, prefix, allow_unused=False)
         reader = open_checkpoint(prefix)
         names = reader.get_variable_to_shape_map()
         missing = []
