@@ -1,5 +1,7 @@
-"""The tools' shared start-up (bert_tf.cli): TensorFlow's C++ logs hidden unless the user asks."""
+"""The tools' shared start-up (bert_tf.cli): TensorFlow's C++ logs hidden unless the user asks, bad
+flags and SIGTERM; and the original's flags, which every tool of the same name takes."""
 
+import json
 import os
 import re
 import subprocess
@@ -137,3 +139,121 @@ def test_tensorflow_python_info_lines_are_dropped_and_bert_tfs_kept():
     assert not _not_tensorflow_info(record(saver, logging.INFO))
     assert _not_tensorflow_info(record(saver, logging.WARNING))
     assert _not_tensorflow_info(record(loop, logging.INFO))
+
+
+# The flags of google-research/bert's scripts, read from its sources: the tools with the same
+# names take each of them, of the same kind, with the same default (bert_tf adds others).
+_TPU_FLAGS = {"use_tpu": False, "tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None}
+_TRAINING_FLAGS = {
+    "bert_config_file": None,
+    "output_dir": None,
+    "init_checkpoint": None,
+    "do_train": False,
+    "train_batch_size": 32,
+    "learning_rate": 5e-5,
+    "save_checkpoints_steps": 1000,
+    "iterations_per_loop": 1000,
+    "num_tpu_cores": 8,
+    **_TPU_FLAGS,
+}
+_FINETUNING_FLAGS = {
+    **_TRAINING_FLAGS,
+    "vocab_file": None,
+    "do_lower_case": True,
+    "do_predict": False,
+    "predict_batch_size": 8,
+    "num_train_epochs": 3.0,
+    "warmup_proportion": 0.1,
+}
+ORIGINAL_FLAGS = {
+    "run_classifier.py": {
+        **_FINETUNING_FLAGS,
+        "data_dir": None,
+        "task_name": None,
+        "max_seq_length": 128,
+        "do_eval": False,
+        "eval_batch_size": 8,
+    },
+    "run_squad.py": {
+        **_FINETUNING_FLAGS,
+        "train_file": None,
+        "predict_file": None,
+        "max_seq_length": 384,
+        "doc_stride": 128,
+        "max_query_length": 64,
+        "n_best_size": 20,
+        "max_answer_length": 30,
+        "verbose_logging": False,
+        "version_2_with_negative": False,
+        "null_score_diff_threshold": 0.0,
+    },
+    "run_pretraining.py": {
+        **_TRAINING_FLAGS,
+        "input_file": None,
+        "max_seq_length": 128,
+        "max_predictions_per_seq": 20,
+        "do_eval": False,
+        "eval_batch_size": 8,
+        "num_train_steps": 100000,
+        "num_warmup_steps": 10000,
+        "max_eval_steps": 100,
+    },
+    "create_pretraining_data.py": {
+        "input_file": None,
+        "output_file": None,
+        "vocab_file": None,
+        "do_lower_case": True,
+        "do_whole_word_mask": False,
+        "max_seq_length": 128,
+        "max_predictions_per_seq": 20,
+        "random_seed": 12345,
+        "dupe_factor": 10,
+        "masked_lm_prob": 0.15,
+        "short_seq_prob": 0.1,
+    },
+    "extract_features.py": {
+        "input_file": None,
+        "output_file": None,
+        "layers": "-1,-2,-3,-4",
+        "bert_config_file": None,
+        "max_seq_length": 128,
+        "init_checkpoint": None,
+        "vocab_file": None,
+        "do_lower_case": True,
+        "batch_size": 32,
+        "use_tpu": False,
+        "master": None,
+        "num_tpu_cores": 8,
+        "use_one_hot_embeddings": False,
+    },
+}
+
+# Loads a tool as a module (its main does not run) and prints its flags' kinds and defaults.
+FLAG_LISTER = """
+import importlib.util, json, sys
+from absl import flags
+spec = importlib.util.spec_from_file_location("tool", sys.argv[1])
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+print(json.dumps({name: [flag.flag_type(), flag.default] for name, flag in flags.FLAGS._flags().items()}))
+"""
+
+
+@pytest.mark.parametrize("tool", sorted(ORIGINAL_FLAGS))
+def test_a_tool_takes_the_originals_flags_with_its_defaults(tool):
+    listed = subprocess.run(
+        [sys.executable, "-c", FLAG_LISTER, os.path.join(REPO, "tools", tool)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    ours = json.loads(listed.stdout.strip().splitlines()[-1])
+    for name, default in ORIGINAL_FLAGS[tool].items():
+        assert name in ours, f"{tool} lacks the original's --{name}"
+        kind, our_default = ours[name]
+        if isinstance(default, bool):
+            assert kind == "bool", (tool, name, kind)
+        elif isinstance(default, (int, float)):
+            assert kind == {int: "int", float: "float"}[type(default)], (tool, name, kind)
+        assert our_default == default, (tool, name, our_default, default)
