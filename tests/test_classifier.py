@@ -526,8 +526,10 @@ def test_exported_text_pair_signature_gives_the_tools_probabilities(trained):
         for line in (output_dir / "test_results.tsv").read_text().splitlines()
     ]
     np.testing.assert_allclose(outputs["probabilities"].numpy(), expected, rtol=0, atol=1e-6)
-    single = loaded.signatures["text"](text=tf.constant([rows[0][3]]))["probabilities"].numpy()
-    assert single.shape == (1, 2)
+    # The name of the most probable class, of MRPC's labels "0" and "1".
+    assert [label.decode() for label in outputs["label"].numpy()] == [str(np.argmax(row)) for row in expected]
+    single = loaded.signatures["text"](text=tf.constant([rows[0][3]]))
+    assert single["probabilities"].shape == (1, 2) and single["label"].shape == (1,)
 
 
 def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):

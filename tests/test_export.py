@@ -27,7 +27,13 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.checkpoints import reference
-from bert_tf.export import export_bert, export_saved_model, next_version, versioned_directory
+from bert_tf.export import (
+    NamedLabels,
+    export_bert,
+    export_saved_model,
+    next_version,
+    versioned_directory,
+)
 from bert_tf.text.packing import pack_inputs
 from bert_tf.tokenization import FullTokenizer
 from tests import model_fixtures as mf
@@ -549,6 +555,54 @@ def test_any_model_with_output_names_exports(batches, tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_seq_length=128"):
         too_long = np.ones([1, MAX_SEQ_LENGTH + 1], np.int32)
         loaded.signatures["serving_default"](input_ids=too_long, input_mask=too_long, segment_ids=too_long)
+
+
+def test_named_labels_and_the_text_signatures_tokens(tokenizer, tmp_path):
+    """A tagger-shaped model: per-token probabilities, their best label's name, and the tokens
+    the text signatures packed, against `FullTokenizer`'s tokens and `pack_inputs`' ids."""
+
+    class Tagger(keras.Model):
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, inputs):
+            return {"probabilities": keras.ops.softmax(self.dense(self.bert(inputs)["sequence_output"]))}
+
+    bert = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(bert, mf.GOOGLE_TINY_CKPT)
+    tagger = Tagger(bert)
+    label_list = ["O", "B-PER", "I-PER"]
+    length = 16
+    texts = TEXTS[:3] + [TEXTS[5]]  # the last is cut to fit
+    packed = [pack_inputs(tokenizer.tokenize(text), None, length, tokenizer) for text in texts]
+    want = tagger({k: np.array([p[k] for p in packed], np.int32) for k in ID_INPUTS})["probabilities"]
+    want = np.asarray(want)
+    path = export_saved_model(
+        NamedLabels(tagger, label_list, scores="probabilities", output="labels"),
+        ["probabilities", "labels"],
+        VOCAB,
+        True,
+        length,
+        str(tmp_path / "tagger"),
+        text_tokens=True,
+    )
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    loaded = tf.saved_model.load(path)
+    got = loaded.signatures["text"](text=tf.constant(texts))
+    assert sorted(got) == ["labels", "probabilities", "tokens"]
+    for row, example in zip(got["tokens"].numpy(), packed, strict=True):
+        assert [t.decode() for t in row] == example["tokens"] + [""] * (length - len(example["tokens"]))
+    np.testing.assert_allclose(got["probabilities"], want, atol=1e-6)
+    names = [[label_list[i] for i in row] for row in np.argmax(want, axis=-1)]
+    assert [[label.decode() for label in row] for row in got["labels"].numpy()] == names
+    by_ids = loaded.signatures["serving_default"](**{k: tf.constant([packed[0][k]]) for k in ID_INPUTS})
+    assert sorted(by_ids) == ["labels", "probabilities"]  # the tokens come with text only
+    with pytest.raises(ValueError, match="return 'tokens' themselves"):
+        export_saved_model(tagger, ["tokens"], VOCAB, True, length, str(tmp_path / "bad"), text_tokens=True)
+    assert not os.path.exists(tmp_path / "bad")
 
 
 def test_a_wrong_output_name_is_an_error_and_writes_nothing(tmp_path):

@@ -158,6 +158,7 @@ def test_learns_synthetic_squad_from_random_weights(fixtures_dir, tmp_path):
         f"--train_file={train_file}",
         f"--predict_file={train_file}",
         f"--output_dir={output_dir}",
+        f"--export_dir={tmp_path / 'export'}",
         "--max_seq_length=48",
         "--max_query_length=8",
         "--train_batch_size=16",
@@ -177,6 +178,63 @@ def test_learns_synthetic_squad_from_random_weights(fixtures_dir, tmp_path):
     assert names["cls/squad/output_weights"] == [2, 128] and names["cls/squad/output_bias"] == [2]
     assert "cls/squad/output_weights/adam_m" in names and "cls/squad/output_bias/adam_v" in names
     assert "bert/pooler/dense/kernel" in names and "bert/pooler/dense/kernel/adam_m" not in names
+    check_export(tmp_path / "export" / "1", data, predictions, output_dir / "eval.tf_record")
+
+
+def best_answer(start_logits, end_logits, tokens, n_best_size=20, max_answer_length=30):
+    """The original's choice for a window that holds the whole paragraph: the best sum of start
+    and end logits over the top `n_best_size` starts and ends that span paragraph tokens in
+    order, at most `max_answer_length` long; its pieces joined back into words."""
+    first = tokens.index("[SEP]") + 1
+    paragraph = range(first, tokens.index("[SEP]", first))
+    starts, ends = (np.argsort(-logits)[:n_best_size] for logits in (start_logits, end_logits))
+    spans = [
+        (s, e)
+        for s in starts
+        for e in ends
+        if s in paragraph and e in paragraph and 0 <= e - s < max_answer_length
+    ]
+    start, end = max(spans, key=lambda span: start_logits[span[0]] + end_logits[span[1]])
+    return " ".join(tokens[start : end + 1]).replace(" ##", "")
+
+
+def check_export(path, data, predictions, eval_records):
+    """`text_pair` on (question, paragraph) packs the tool's features and gives its logits and
+    answers, for the questions whose paragraph fits in one window."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    loaded = tf.saved_model.load(str(path))
+    questions = [(qa, p["context"]) for p in data["data"][0]["paragraphs"] for qa in p["qas"]]
+    got = loaded.signatures["text_pair"](
+        text_a=tf.constant([qa["question"] for qa, _ in questions]),
+        text_b=tf.constant([context for _, context in questions]),
+    )
+    assert sorted(got) == ["end_logits", "start_logits", "tokens"]
+    features = read_records(eval_records, squad.name_to_features(48, False))
+    by_ids = loaded.signatures["serving_default"](
+        **{
+            name: tf.constant([f[name] for f in features], tf.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")
+        }
+    )
+    tokenizer = FullTokenizer(VOCAB, do_lower_case=True)
+    compared = 0
+    for i, (qa, _) in enumerate(questions):
+        tokens = [t.decode() for t in got["tokens"][i].numpy()]
+        ids = tokenizer.convert_tokens_to_ids([t for t in tokens if t])
+        matches = [
+            j
+            for j, f in enumerate(features)
+            if f["input_ids"][: len(ids)] == ids and f["input_mask"].count(1) == len(ids)
+        ]
+        if tokens[-1] != "" or len(matches) != 1:  # the paragraph was cut, or windowed by the tool
+            continue
+        for name in ("start_logits", "end_logits"):
+            np.testing.assert_allclose(got[name][i], by_ids[name][matches[0]], atol=1e-5)
+        start, end = got["start_logits"][i].numpy(), got["end_logits"][i].numpy()
+        assert best_answer(start, end, tokens) == predictions[qa["id"]]
+        compared += 1
+    assert compared >= 32, compared
 
 
 def read_records(path, spec):

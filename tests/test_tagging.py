@@ -232,6 +232,7 @@ def trained(tmp_path_factory, fixtures_dir):
         f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
         f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
         f"--output_dir={output_dir}",
+        f"--export_dir={workdir / 'export'}",
         "--do_train",
         "--do_eval",
         "--do_predict",
@@ -251,7 +252,7 @@ def trained(tmp_path_factory, fixtures_dir):
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return output_dir, result.stderr
+    return output_dir, result.stderr, workdir / "export"
 
 
 def test_learns_the_names_task(trained):
@@ -259,7 +260,7 @@ def test_learns_the_names_task(trained):
     one, a city or company name, or O), so a tagger can get every chunk right; random
     predictions over its 6 tags find almost none. 0.9 entity F1 on the training file is a clear
     sign of learning, reached from random weights in 50 steps."""
-    output_dir, _ = trained
+    output_dir, _, _ = trained
     got = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
     assert list(got) == [
         "eval_accuracy",
@@ -286,7 +287,7 @@ def test_learns_the_names_task(trained):
 
 
 def test_predictions_are_written_back_in_conll_format(trained):
-    output_dir, _ = trained
+    output_dir, _, _ = trained
     with open(os.path.join(DEMO, "test.txt"), encoding="utf-8") as f:
         lines = f.read().splitlines()
     expected = [
@@ -299,3 +300,35 @@ def test_predictions_are_written_back_in_conll_format(trained):
     assert all(len(line.split()) == 3 for line in written)
     assert (output_dir / "test_predictions.txt").read_text().count("\n\n") == 16
     assert len(list(tf.data.TFRecordDataset(str(output_dir / "train.tf_record")))) == 80
+
+
+def test_the_export_tags_raw_sentences_as_the_tool_does(trained):
+    """The `text` signature on the test file's sentences, joined by spaces: the label of each
+    word's first piece (a token without `##`) is the tool's prediction for the word."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    output_dir, _, export_dir = trained
+    sentences, predicted, words = [], [], []
+    for line in (output_dir / "test_predictions.txt").read_text().splitlines() + [""]:
+        if line:
+            words.append(line.split())
+        elif words:
+            sentences.append(" ".join(w[0] for w in words))
+            predicted.append([w[-1] for w in words])
+            words = []
+    loaded = tf.saved_model.load(str(export_dir / "1"))
+    got = loaded.signatures["text"](text=tf.constant(sentences))
+    compared = 0
+    for tokens, labels, want in zip(got["tokens"].numpy(), got["labels"].numpy(), predicted, strict=True):
+        tokens = [t.decode() for t in tokens]
+        firsts = [
+            label.decode()
+            for token, label in zip(tokens, labels, strict=True)
+            if token and token not in ("[CLS]", "[SEP]") and not token.startswith("##")
+        ]
+        if tokens[-1] == "" and len(firsts) == len(want):  # the sentence fits, a word a token
+            assert firsts == want
+            compared += 1
+    assert compared >= 12, compared
+    by_ids = loaded.signatures["serving_default"]
+    assert sorted(by_ids.structured_outputs) == ["labels", "probabilities"]

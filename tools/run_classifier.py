@@ -25,9 +25,6 @@ flags.DEFINE_string("label_column", "label", "tsv/csv: the header name of the la
 flags.DEFINE_string(
     "labels", None, "tsv/csv: the labels, comma-separated (default: those of train.tsv/csv, sorted)."
 )
-flags.DEFINE_string(
-    "export_dir", None, "If set, export the fine-tuned model here as a SavedModel returning probabilities."
-)
 
 for _name in ("data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)

@@ -3,8 +3,8 @@
 The original's flags (--train_file, --predict_file, --doc_stride, --max_query_length,
 --n_best_size, --max_answer_length, --version_2_with_negative, --null_score_diff_threshold,
 --verbose_logging and the common ones), plus --do_eval (official exact match and F1 of the
-predictions on --predict_file) and the trainer's --strategy, --mixed_precision, --jit_compile,
---seed, --keep_checkpoint_max:
+predictions on --predict_file), --export_dir (a SavedModel returning the start and end logits)
+and the trainer's --strategy, --mixed_precision, --jit_compile, --seed, --keep_checkpoint_max:
   python tools/run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train=True \

@@ -2,7 +2,8 @@
 
 The original classifier's common flags (--vocab_file, --bert_config_file, --init_checkpoint,
 --output_dir, --do_train/--do_eval/--do_predict, batch sizes, --learning_rate, ...) and the
-trainer's (--strategy, --mixed_precision, ...), plus the files and the labels:
+trainer's (--strategy, --mixed_precision, ...), plus the files, the labels and --export_dir (a
+SavedModel returning each token's label):
   python tools/run_tagger.py --do_train --do_eval --do_predict \
       --train_file=$CONLL_DIR/train.txt --eval_file=$CONLL_DIR/valid.txt \
       --predict_file=$CONLL_DIR/test.txt --vocab_file=$BERT_BASE_DIR/vocab.txt \

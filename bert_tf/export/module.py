@@ -12,7 +12,9 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
   beyond them (`masked_lm_positions`).
 
 A fine-tuned model exports the same way as `BertModel`: hand in the model (a Keras model taking
-the dict of id tensors) and the names of the outputs to serve.
+the dict of id tensors) and the names of the outputs to serve. `NamedLabels` adds the names of
+its best classes as an output; with `text_tokens` the text signatures also return the
+WordPiece tokens they fed the model, for outputs given per token.
 """
 
 import dataclasses
@@ -29,6 +31,7 @@ DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving
 TEXT_SIGNATURE = "text"
 TEXT_PAIR_SIGNATURE = "text_pair"
 EXAMPLE_SIGNATURE = "tf_example"
+TOKENS_OUTPUT = "tokens"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +77,34 @@ class ServedModel:
         return dict(zip(self.output_names, outputs, strict=True))
 
 
+class NamedLabels:
+    """A classifier whose outputs also name its best class: `model`'s outputs plus `output`,
+    `labels[argmax(outputs[scores], axis=-1)]`, strings of the shape of the scores without their
+    last axis (one per example, or one per token of a tagger).
+
+    Args:
+      model: As `ServedModel.model`, returning a dict that holds `scores`.
+      labels: The label strings, in the order of the model's classes.
+      scores: The output whose last axis runs over the classes (e.g. "probabilities").
+      output: The name of the added output.
+    """
+
+    def __init__(self, model, labels, scores, output):
+        self.model = model
+        self.labels = tf.constant(list(labels), tf.string)
+        self.scores = scores
+        self.output = output
+
+    @property
+    def variables(self):
+        return self.model.variables
+
+    def __call__(self, inputs):
+        outputs = dict(self.model(inputs))
+        outputs[self.output] = tf.gather(self.labels, tf.argmax(outputs[self.scores], axis=-1))
+        return outputs
+
+
 def after_checks(tensors, checks):
     """`tensors` (a dict) passed on once the assertions `checks` have run, so that no op reading
     them fails first with a less clear error (an op runs as soon as its inputs are ready).
@@ -114,9 +145,13 @@ class ExportModule(tf.Module):
         an `input_ids` outside [0, vocab_size) and a `segment_ids` outside
         [0, type_vocab_size): a lookup past an embedding table fails only on a CPU, and a
         negative id would read a row from the table's end.
+      text_tokens: Whether `text` and `text_pair` also return `tokens`, string [batch,
+        max_seq_length]: the WordPiece tokens of the packed input (`[CLS]` first), "" at the
+        padding, so a client can read outputs given per token (a tagger's) against them.
 
     Raises:
-      ValueError: `max_seq_length` below 3, a missing vocabulary, or a signature name used twice.
+      ValueError: `max_seq_length` below 3, a missing vocabulary, a signature name used twice,
+        or a served output named `tokens` with `text_tokens`.
     """
 
     def __init__(
@@ -128,6 +163,7 @@ class ExportModule(tf.Module):
         extra_signatures=None,
         text_signatures=True,
         config=None,
+        text_tokens=False,
     ):
         super().__init__(name="bert_tf_export")
         if max_seq_length < 3:
@@ -140,7 +176,10 @@ class ExportModule(tf.Module):
         reserved = {DEFAULT_SIGNATURE, EXAMPLE_SIGNATURE, TEXT_SIGNATURE, TEXT_PAIR_SIGNATURE}
         if reserved & set(extra_signatures):
             raise ValueError(f"extra signature names may not be {sorted(reserved & set(extra_signatures))}")
+        if text_tokens and TOKENS_OUTPUT in served.output_names:
+            raise ValueError(f"with text_tokens the text signatures return {TOKENS_OUTPUT!r} themselves")
         self._served = served
+        self._text_tokens = text_tokens
         self._extra_served = extra_signatures
         self._max_seq_length = max_seq_length
         self._id_limits = (
@@ -214,7 +253,12 @@ class ExportModule(tf.Module):
         )
         texts = after_checks({"a": text_a, "b": text_b}, [same_size])
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
-        return self._served(self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length))
+        inputs = self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length)
+        outputs = self._served(inputs)
+        if self._text_tokens:
+            tokens = self.tokenizer.id_tokens(inputs["input_ids"])
+            outputs[TOKENS_OUTPUT] = tf.where(inputs["input_mask"] > 0, tokens, "")
+        return outputs
 
     def _serve_examples(self, examples):
         features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
@@ -235,6 +279,7 @@ def export_saved_model(
     version=None,
     overwrite=False,
     config=None,
+    text_tokens=False,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -251,6 +296,7 @@ def export_saved_model(
       version: Integer version; default the next free one.
       overwrite: Whether an existing version may be replaced.
       config: The model's `BertConfig`: the signatures then check the ids (see `ExportModule`).
+      text_tokens: Whether the text signatures also return the `tokens` (see `ExportModule`).
 
     Returns:
       The version directory written.
@@ -262,7 +308,14 @@ def export_saved_model(
     served = ServedModel(model, output_names)
     with versioned_directory(export_dir, version, overwrite) as (tmp, final):
         module = ExportModule(
-            served, vocab_file, do_lower_case, max_seq_length, extra_signatures, text_signatures, config
+            served,
+            vocab_file,
+            do_lower_case,
+            max_seq_length,
+            extra_signatures,
+            text_signatures,
+            config,
+            text_tokens,
         )
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():

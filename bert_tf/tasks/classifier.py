@@ -13,11 +13,13 @@
 - Task: the mean cross entropy over the real examples; `eval_accuracy` and `eval_loss` weighted
   by `is_real_example`, as the original's `metric_fn`.
 - Outputs: `eval_results.txt` and `test_results.tsv` (one row of class probabilities per
-  example) in `--output_dir`; optionally a SavedModel (`export_dir`) returning `probabilities`.
+  example) in `--output_dir`; optionally a SavedModel (`export_dir`) returning `probabilities`
+  and the `label` they pick.
 """
 
 import csv
 import dataclasses
+import functools
 import logging
 import os
 
@@ -533,7 +535,6 @@ class ClassifierOptions(FinetuningOptions):
     text_b_column: str = None
     label_column: str = "label"
     labels: str = None
-    export_dir: str = None
 
 
 def _pad_for_tpu(examples, batch_size):
@@ -633,34 +634,7 @@ def run_classifier(options):
             write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
         results["predict"] = probabilities
     if options.export_dir:
-        results["export"] = export_classifier(runner, num_labels)
+        # Every signature returns the probabilities and the name of the most probable class.
+        factory = functools.partial(BertClassifier, num_labels=num_labels)
+        results["export"] = runner.export(factory, ("probabilities",), (label_list, "probabilities", "label"))
     return results
-
-
-def export_classifier(runner, num_labels):
-    """Exports the classifier as a SavedModel version under `--export_dir` (`bert_tf.export`):
-    every signature returns `probabilities` [batch, num_labels]; `text` and `text_pair` take raw
-    strings. The model (float32, outside any distribution strategy) is the latest checkpoint in
-    `--output_dir`, else `--init_checkpoint`.
-
-    Args:
-      runner: The `FinetuningRunner` (its options name the export).
-      num_labels: The number of classes.
-
-    Returns:
-      The version directory written.
-    """
-    from bert_tf.export import export_saved_model
-
-    options = runner.options
-    model = BertClassifier(runner.config, num_labels)
-    runner.restore(model)
-    return export_saved_model(
-        model,
-        ("probabilities",),
-        options.vocab_file,
-        options.do_lower_case,
-        options.max_seq_length,
-        options.export_dir,
-        config=runner.config,
-    )

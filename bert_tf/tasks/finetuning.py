@@ -85,6 +85,11 @@ class FinetuningOptions(TrainingOptions):
     warmup_proportion: float = option(
         0.1, "Proportion of training with linear learning rate warm-up (0.1 = 10%)."
     )
+    export_dir: str = option(
+        None,
+        "If set, export the fine-tuned model after the --do_* actions as a SavedModel version here "
+        "(TF Serving's model base path).",
+    )
 
     def validate(self):
         super().validate()
@@ -99,6 +104,8 @@ class FinetuningOptions(TrainingOptions):
             raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
         if not 0 <= self.warmup_proportion <= 1:
             raise ValueError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
+        if self.export_dir:
+            files.check_output_dir(self.export_dir, "--export_dir")
 
 
 def train_steps(num_examples, train_batch_size, num_train_epochs):
@@ -396,6 +403,45 @@ class FinetuningRunner:
         from bert_tf.training import loop
 
         return loop.restore_for_inference(model, self.options.output_dir, self.options.init_checkpoint)
+
+    def export(self, factory, output_names, labels=None, text_tokens=False):
+        """Exports the fine-tuned model as a SavedModel version under `--export_dir`
+        (`bert_tf.export.export_saved_model`), on the chief only.
+
+        The model is built in float32 outside the distribution strategy and restored as
+        `restore` does; the signatures check the ids against the config.
+
+        Args:
+          factory: As `build`'s, e.g. `BertClassifier`, called as `factory(config)`.
+          output_names: The model outputs every signature returns.
+          labels: None, or `(label_list, scores, output)`: the signatures also return `output`,
+            the names of the best classes of the output `scores` (`bert_tf.export.NamedLabels`).
+          text_tokens: Whether `text` and `text_pair` also return the packed `tokens`.
+
+        Returns:
+          The version directory written, or None on a worker that is not the chief.
+        """
+        from bert_tf.export import NamedLabels, export_saved_model
+
+        if not self.distribution.is_chief:
+            return None
+        options = self.options
+        model = factory(self.config)
+        self.restore(model)
+        if labels is not None:
+            label_list, scores, output = labels
+            model = NamedLabels(model, label_list, scores, output)
+            output_names = (*output_names, output)
+        return export_saved_model(
+            model,
+            output_names,
+            options.vocab_file,
+            options.do_lower_case,
+            options.max_seq_length,
+            options.export_dir,
+            config=self.config,
+            text_tokens=text_tokens,
+        )
 
     def predict(self, model, predict_file, name_to_features, num_records, output_names):
         """The model's outputs on every record of `predict_file`, in file order.

@@ -809,7 +809,8 @@ def run_squad(options):
     file is written.
 
     Returns:
-      `{"train": metrics or None, "predict": predictions or None, "eval": results or None}`.
+      `{"train": metrics or None, "predict": predictions or None, "eval": results or None,
+      "export": the SavedModel version directory (`--export_dir`) or None}`.
 
     Raises:
       ValueError: Bad flags or input, naming the flag, file or question.
@@ -849,7 +850,7 @@ def run_squad(options):
         write_records(eval_file, (feature_values(f, False) for f in eval_features))
         logger.info("Predict: %d questions, %d features", len(eval_examples), len(eval_features))
 
-    results = {"train": None, "predict": None, "eval": None}
+    results = {"train": None, "predict": None, "eval": None, "export": None}
     if options.do_train:
         train_file = os.path.join(output_dir, "train.tf_record")
         num_features = write_records(
@@ -894,4 +895,8 @@ def run_squad(options):
         logger.info("Evaluation: %s", json.dumps(results["eval"]))
         if runner.distribution.is_chief:
             write_eval_results(results["eval"], os.path.join(output_dir, EVAL_RESULTS))
+    if options.export_dir:
+        # The logits per token; `text_pair` (the question, then the paragraph, cut to fit: no
+        # windows) also returns the tokens, which the logits index.
+        results["export"] = runner.export(BertSquad, ("start_logits", "end_logits"), text_tokens=True)
     return results

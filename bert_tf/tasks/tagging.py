@@ -18,11 +18,13 @@
   read IOB1, IOB2 (and IOE) tags alike.
 - Output: the sentences back in CoNLL format, `token gold predicted` (or `token predicted`
   without gold tags), a blank line after each sentence: `eval_predictions.txt`,
-  `test_predictions.txt`; conlleval reads them as they are.
+  `test_predictions.txt`; conlleval reads them as they are. Optionally a SavedModel
+  (`export_dir`) returning each token's label.
 """
 
 import collections
 import dataclasses
+import functools
 import logging
 import os
 
@@ -274,8 +276,8 @@ class BertTagger(keras.Model):
     """`BertModel` plus a tagging head (module docstring).
 
     Inputs: the dict of int [batch, seq] `input_ids`, `input_mask`, `segment_ids`.
-    Outputs: float32 `logits` and `log_probs` [batch, seq, num_labels], int32 `predictions`
-    [batch, seq].
+    Outputs: float32 `logits`, `probabilities` and `log_probs` [batch, seq, num_labels], int32
+    `predictions` [batch, seq].
 
     Args:
       config: A `BertConfig`.
@@ -301,6 +303,7 @@ class BertTagger(keras.Model):
         logits = self.cls(self.dropout(sequence_output, training=training))
         return {
             "logits": logits,
+            "probabilities": ops.softmax(logits, axis=-1),
             "log_probs": ops.log_softmax(logits, axis=-1),
             "predictions": ops.cast(ops.argmax(logits, axis=-1), "int32"),
         }
@@ -498,7 +501,8 @@ def run_tagger(options):
     `--labels` in order, else the tags of the training file, sorted.
 
     Returns:
-      `{"train": metrics or None, "eval": results or None, "predict": predicted label lists or None}`.
+      `{"train": metrics or None, "eval": results or None, "predict": predicted label lists or
+      None, "export": the SavedModel version directory or None}`.
 
     Raises:
       ValueError: Bad flags or input, naming the flag, file or line.
@@ -528,7 +532,7 @@ def run_tagger(options):
     for features, path in converted.values():
         write_features(features, path)
 
-    results = {"train": None, "eval": None, "predict": None}
+    results = {"train": None, "eval": None, "predict": None, "export": None}
     num_labels = len(label_list)
 
     def predict(model, examples, mode):
@@ -559,4 +563,11 @@ def run_tagger(options):
         if runner.distribution.is_chief:
             write_conll(predict_examples, predicted, os.path.join(options.output_dir, TEST_PREDICTIONS))
         results["predict"] = predicted
+    if options.export_dir:
+        # Per token, the probabilities and the most probable label's name; the text signatures
+        # also return the tokens, against which a word's label is that of its first piece.
+        factory = functools.partial(BertTagger, num_labels=num_labels)
+        results["export"] = runner.export(
+            factory, ("probabilities",), (label_list, "probabilities", "labels"), text_tokens=True
+        )
     return results

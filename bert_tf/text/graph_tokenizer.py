@@ -61,7 +61,8 @@ class GraphTokenizer(tf.Module):
 
     `tokenize(text)` maps a [batch] string tensor to ragged int64 ids; `pack(text_a, text_b,
     max_seq_length)` gives padded model inputs. Both are `tf.function`s with fixed signatures,
-    exported when the module is saved with `tf.saved_model.save`.
+    exported when the module is saved with `tf.saved_model.save`. `id_tokens(ids)` maps ids back
+    to the vocab's tokens.
 
     Args:
       vocab_file: The model's `vocab.txt`.
@@ -83,6 +84,7 @@ class GraphTokenizer(tf.Module):
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
         wordpiece_vocab = _wordpiece_vocab(vocab)
+        self._tokens = tf.constant(wordpiece_vocab)
 
         def wordpiece(**kwargs):
             return tf_text.FastWordpieceTokenizer(
@@ -165,6 +167,10 @@ class GraphTokenizer(tf.Module):
         order = tf.concat([ascii_rows, other_rows], axis=0)
         index = tf.gather(tf.math.invert_permutation(order), index)
         return chunks.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
+
+    def id_tokens(self, ids):
+        """The vocab's token of each id: int ids of any shape -> strings of that shape."""
+        return tf.gather(self._tokens, ids)
 
     def _pack(self, text_a, text_b, max_seq_length):
         """`[CLS] a [SEP] b [SEP]` model inputs, as `bert_tf.text.packing.pack_inputs` makes them.
