@@ -14,6 +14,8 @@ logger = logging.getLogger(__name__)
 # approximation); "gelu_exact" is the erf form the original used before 2019-02-07, which the 2018
 # released checkpoints were trained with.
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+# Those the original's `modeling.get_activation` knows ("gelu_exact" is bert_tf's).
+ORIGINAL_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
 # Google's keys, in the order of the original `BertConfig`'s arguments (`to_dict` keeps it; the
 # JSON file is written with sorted keys, as the original's).
@@ -155,6 +157,8 @@ class BertConfig:
                 data = json.load(reader)
         except FileNotFoundError:
             raise ValueError(f"{json_file}: no such BERT config file") from None
+        except IsADirectoryError:
+            raise ValueError(f"{json_file}: a directory, not a bert_config.json file") from None
         except json.JSONDecodeError as e:
             raise ValueError(f"{json_file}: not valid JSON ({e})") from None
         if not isinstance(data, dict):

@@ -170,6 +170,11 @@ def remove_abandoned(path, suffix=""):
     return removed
 
 
+def is_temporary(path):
+    """Whether `path` ends in a temporary's mark, `.tmp-<pid>` (`temporary_path`)."""
+    return re.search(r"\.tmp-\d+$", path) is not None
+
+
 def temporary_path(path, suffix=""):
     """The name this process writes `path` under before renaming it into place:
     `<stem>.tmp-<pid><suffix>` where `path` is `<stem><suffix>`. The temporaries of `path` that

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertModel, BertPretrainer, load_google_checkpoint, save_google_checkpoint
+from bert_tf.checkpoints.google import write_checkpoint
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -80,9 +81,41 @@ def test_training_checkpoint_skips_optimizer_slots(fixtures_dir):
     assert report.unused_weights == []
 
 
-def test_directory_is_resolved_to_its_checkpoint(fixtures_dir):
+def test_directory_is_resolved_to_its_checkpoint(fixtures_dir, tmp_path):
     report = load_google_checkpoint(BertPretrainer(tiny_config()), mf.GOOGLE_TINY)
     assert report.checkpoint.endswith("bert_model.ckpt")
+    # A killed write's temporary beside it (`<prefix>.tmp-<pid>`) is not a second checkpoint.
+    for name in os.listdir(mf.GOOGLE_TINY):
+        if name.startswith("bert_model.ckpt."):
+            shutil.copy(os.path.join(mf.GOOGLE_TINY, name), tmp_path / name)
+            shutil.copy(
+                os.path.join(mf.GOOGLE_TINY, name), tmp_path / name.replace(".ckpt.", ".ckpt.tmp-999999.")
+            )
+    report = load_google_checkpoint(BertPretrainer(tiny_config()), str(tmp_path))
+    assert report.checkpoint == str(tmp_path / "bert_model.ckpt")
+
+
+def test_any_optimizers_slots_are_optimizer_state(fixtures_dir, tmp_path):
+    """Slots are named below their variable: TF1 Adam's `/Adam` and `/Adam_1` as the original's
+    `/adam_m` and `/adam_v` (the encoder's rule would otherwise refuse them as weights)."""
+    reader = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    named = [(name, reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()]
+    slots = [(f"{name}/{slot}", value) for name, value in named for slot in ("Adam", "Adam_1")]
+    prefix = write_checkpoint(str(tmp_path / "adam.ckpt"), named + slots + [("beta1_power", np.float32(0.9))])
+    report = load_google_checkpoint(BertModel(tiny_config()), prefix)
+    assert len(report.unused_optimizer_state) == 2 * len(named)
+    assert report.unused_weights == sorted(["beta1_power"] + [n for n, _ in named if n.startswith("cls/")])
+
+
+def test_saving_writes_float32_under_any_policy_and_takes_a_directory(fixtures_dir, tmp_path):
+    model = BertModel(tiny_config(), dtype="bfloat16")
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    prefix = save_google_checkpoint(model, str(tmp_path) + "/")
+    assert prefix == str(tmp_path / "bert_model.ckpt")
+    assert save_google_checkpoint(model, prefix + ".index") == prefix
+    assert sorted(os.listdir(tmp_path)) == ["bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+    dtypes = tf.train.load_checkpoint(prefix).get_variable_to_dtype_map()
+    assert set(dtypes.values()) == {tf.float32}
 
 
 def test_missing_variables_are_an_error_and_nothing_is_assigned(fixtures_dir, tmp_path):
@@ -97,6 +130,24 @@ def test_missing_variables_are_an_error_and_nothing_is_assigned(fixtures_dir, tm
     assert all(np.array_equal(before[k], after[k]) for k in before)
     report = load_google_checkpoint(model, prefix, strict=False)
     assert len(report.missing) == 7 and len(report.loaded) == 39
+
+
+@pytest.mark.parametrize(
+    "layers, side",
+    [
+        (1, "checkpoint's encoder weights are not in the model"),
+        (3, "model's encoder weights are not in the checkpoint"),
+    ],
+)
+def test_a_config_of_another_depth_is_an_error_even_for_heads_left_out(fixtures_dir, layers, side):
+    """The 2-layer checkpoint: a config of 1 layer would load a truncated encoder, one of 3 leave
+    a random layer, whatever `strict` and `allow_unused` allow of the heads."""
+    model = BertModel(tiny_config(num_hidden_layers=layers))
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=rf"16 of the {side} \(bert/encoder/layer_[12]/.*num_hidden_layers"):
+        load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT, strict=False, allow_unused=True)
+    after = snapshot(model)
+    assert all(np.array_equal(before[k], after[k]) for k in before)
 
 
 def test_wrong_config_names_the_variable_and_both_shapes(fixtures_dir):

@@ -1,6 +1,7 @@
 """The converter: Google -> Keras -> Google, and its numeric check can fail."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,6 +12,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import converter, reference
 from tests import model_fixtures as mf
+from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -114,7 +116,8 @@ def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_p
     one_layer.write_text(json.dumps(dict(config, num_hidden_layers=1)))
     # The check alone would pass: the reference reads the same one-layer config.
     with pytest.raises(
-        ValueError, match=r"one_layer\.json: the checkpoint .* has 16 encoder weights .*layer_1/"
+        ValueError,
+        match=r"16 of the checkpoint's encoder weights are not in the model \(bert/encoder/layer_1/",
     ):
         converter.google_to_keras(str(one_layer), mf.GOOGLE_TINY_CKPT, str(tmp_path / "out.keras"))
     (tmp_path / "d.keras").mkdir()
@@ -129,5 +132,42 @@ def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_p
     (tmp_path / "cut.keras").write_bytes((tmp_path / "cut.keras").read_bytes()[:1000])
     with pytest.raises(ValueError, match=r"cut\.keras: not a Keras model saved as \.keras \(not a whole zip"):
         converter.keras_to_google(str(tmp_path / "cut.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    with pytest.raises(ValueError, match=r"d\.keras: a directory, not a Keras model saved as \.keras"):
+        converter.keras_to_google(str(tmp_path / "d.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    with pytest.raises(ValueError, match=r"d\.keras: a directory, not a bert_config\.json file"):
+        converter.google_to_keras(str(tmp_path / "d.keras"), mf.GOOGLE_TINY_CKPT)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["cut.keras", "d.keras", "one_layer.json", "text.keras"]
+
+
+def test_a_training_checkpoint_is_read_for_its_weights_only(fixtures_dir, tmp_path):
+    """The original's 3-shard training checkpoint keeps its Adam slots in the last shard: the
+    converter reads the weights the model loads, so the conversion does not need that shard."""
+    source = os.path.join(FIXTURES_DIR, "google_tiny_train")
+    for name in (
+        "model.ckpt-3.index",
+        "model.ckpt-3.data-00000-of-00003",
+        "model.ckpt-3.data-00001-of-00003",
+    ):
+        shutil.copy(os.path.join(source, name), tmp_path / name)
+    result = converter.google_to_keras(
+        os.path.join(source, "bert_config.json"), str(tmp_path / "model.ckpt-3"), str(tmp_path / "out.keras")
+    )
+    assert result.verification.ok and len(result.load_report.loaded) == 46
+
+
+def test_keras_to_google_refuses_other_names_and_warns_of_bert_tfs_activation(fixtures_dir, tmp_path, caplog):
+    from bert_tf import BertConfig, BertModel
+
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    with pytest.raises(ValueError, match=r"encoder: its weight paths are not Google's names \(encoder/"):
+        converter.keras_to_google(BertModel(config, name="encoder"), str(tmp_path / "a" / "bert_model.ckpt"))
+    assert not (tmp_path / "a").exists()
+    config.hidden_act = "gelu_exact"
+    with caplog.at_level("WARNING"):
+        _, prefix = converter.keras_to_google(BertModel(config), str(tmp_path / "b") + "/")
+    assert prefix == str(tmp_path / "b" / "bert_model.ckpt")
+    assert (
+        "hidden_act='gelu_exact', bert_tf's: the original's modeling.py reads gelu, relu, tanh, linear"
+        in caplog.text
+    )

@@ -352,6 +352,7 @@ def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(moved_ex
         (dict(input_id=30522), "input_ids has an id of vocab_size=30522 or more, past the embedding table"),
         (dict(segment_id=-1), "segment_ids has a negative id"),
         (dict(segment_id=2), "segment_ids has an id of type_vocab_size=2 or more"),
+        (dict(seq=0), r"input_ids has no tokens per row \(at least \[CLS\]\)"),
     ]:
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             ids(**inputs(**bad))
@@ -701,6 +702,19 @@ def test_an_existing_version_is_replaced_only_with_overwrite(tmp_path):
     assert sorted(os.listdir(base)) == ["1"]
     assert os.listdir(base / "1") == ["saved_model.pb"]
     assert (base / "1" / "saved_model.pb").read_text() == "new"
+
+
+def test_a_version_another_export_wrote_meanwhile_is_kept(tmp_path):
+    """Two exports to one directory at once pick the same version: the later to finish is
+    refused, not written over the other (without --overwrite)."""
+    base = tmp_path / "models"
+    refused = pytest.raises(ValueError, match=r"1 was written by another export while this one ran")
+    with refused, versioned_directory(str(base)) as (tmp, final):
+        (base / "1").mkdir()  # the other export, finishing first
+        (base / "1" / "saved_model.pb").write_text("other")
+        with open(os.path.join(tmp, "saved_model.pb"), "w") as f:
+            f.write("this")
+    assert sorted(os.listdir(base)) == ["1"] and (base / "1" / "saved_model.pb").read_text() == "other"
 
 
 def test_a_failed_export_leaves_nothing_behind(tmp_path):

@@ -131,16 +131,17 @@ def test_heads_only_outputs_are_the_originals(pretrainer, reference, batch_name)
     assert abs(float(mlm) - float(batch["masked_lm_loss"])) <= 1e-5
 
 
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf_function"])
 @pytest.mark.parametrize("heads_only", [False, True], ids=["whole", "heads_only"])
-def test_an_empty_batch_gives_empty_outputs(pretrainer, heads_only, traced):
+def test_an_empty_batch_gives_empty_outputs(pretrainer, heads_only, traced, training):
     """A server may pass a batch of 0 rows: every output is empty, in its shape."""
     config = pretrainer.config
     model = BertPretrainer(config, heads_only=heads_only)
     seq, predictions = 8, 3
     inputs = {name: np.zeros((0, seq), np.int32) for name in ("input_ids", "input_mask", "segment_ids")}
     inputs["masked_lm_positions"] = np.zeros((0, predictions), np.int32)
-    out = (tf.function(model) if traced else model)(inputs)
+    out = (tf.function(model) if traced else model)(inputs, training=training)
     expected = {
         "masked_lm_log_probs": (0, config.vocab_size),
         "next_sentence_log_probs": (0, 2),
@@ -149,6 +150,14 @@ def test_an_empty_batch_gives_empty_outputs(pretrainer, heads_only, traced):
         expected.update(sequence_output=(0, seq, config.hidden_size), pooled_output=(0, config.hidden_size))
     for key, shape in expected.items():
         assert tuple(out[key].shape) == shape, key
+
+
+def test_a_sequence_longer_than_the_position_table_is_a_clear_error(pretrainer):
+    config = pretrainer.config
+    ids = np.zeros((1, config.max_position_embeddings + 1), np.int32)
+    message = rf"input_ids has {ids.shape[1]} tokens per row, more than max_position_embeddings="
+    with pytest.raises(ValueError, match=message):
+        BertModel(config)({"input_ids": ids, "input_mask": ids, "segment_ids": ids})
 
 
 @pytest.mark.parametrize("batch_name", mf.BATCHES)
@@ -578,6 +587,12 @@ for name, batch in mf.reference_arrays().items():
     out = heads_only(mf.model_inputs(batch))
     for key in ("masked_lm_log_probs", "next_sentence_log_probs"):
         worst = max(worst, float(np.abs(np.asarray(out[key]) - batch[key]).max()))
+# A batch of 0 rows in training (dropout's draws and masks of an empty batch).
+empty = {{name: np.zeros((0, 8), np.int32) for name in ("input_ids", "input_mask", "segment_ids")}}
+empty["masked_lm_positions"] = np.zeros((0, 3), np.int32)
+for pretrainer in (model, heads_only):
+    out = pretrainer(empty, training=True)
+    assert out["masked_lm_log_probs"].shape == (0, model.config.vocab_size), out["masked_lm_log_probs"].shape
 print("WORST", worst)
 """
 

@@ -235,6 +235,12 @@ def check_export(path, data, predictions, eval_records):
         assert best_answer(start, end, tokens) == predictions[qa["id"]]
         compared += 1
     assert compared >= 32, compared
+    # A long question is cut to --max_query_length (8) and the paragraph fills the rest, as the
+    # tool's first window: not longest first.
+    question, paragraph = " ".join(["which year was it"] * 5), " ".join(["the old road"] * 30)
+    got = loaded.signatures["text_pair"](text_a=tf.constant([question]), text_b=tf.constant([paragraph]))
+    q, p = tokenizer.tokenize(question)[:8], tokenizer.tokenize(paragraph)[: 48 - 3 - 8]
+    assert [t.decode() for t in got["tokens"][0].numpy()] == ["[CLS]", *q, "[SEP]", *p, "[SEP]"]
 
 
 def read_records(path, spec):

@@ -28,6 +28,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     from bert_tf.checkpoints import converter, parameters
+    from bert_tf.modeling import BertPretrainer
 
     if FLAGS.keras_model:
         if not FLAGS.output:
@@ -43,7 +44,9 @@ def main(argv):
     )
     print(result.load_report)
     if FLAGS.print_parameters:
-        print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config)))
+        # The pretraining heads are counted where the checkpoint has them.
+        with_heads = isinstance(result.model, BertPretrainer)
+        print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config, with_heads)))
     print(result.verification.format_table())
     if not result.verification.ok:
         return 1

@@ -6,6 +6,7 @@ difference of each component is reported.
 """
 
 import dataclasses
+import logging
 import os
 import zipfile
 
@@ -15,12 +16,16 @@ import numpy as np
 from bert_tf import files
 from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import (
+    checkpoint_output_prefix,
+    checkpoint_value,
     load_google_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from bert_tf.config import BertConfig
+from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
+
+logger = logging.getLogger(__name__)
 
 # float32 against float64: the fixtures agree to 2e-6 for the tiny model; deeper and wider models
 # accumulate more rounding, so the default bound leaves room for BERT-Large.
@@ -175,17 +180,12 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
     names = reference.checkpoint_variable_names(prefix)
     model_class = BertPretrainer if all(n in names for n in _HEAD_VARIABLES) else BertModel
     model = model_class(config)
+    # Refuses a config of another depth than the checkpoint's, which the check below would not
+    # see (the reference reads the same config).
     report = load_google_checkpoint(model, prefix)
-    # The encoder's own weights left over mean a config smaller than the checkpoint's (fewer
-    # layers, say): the check below would pass, since the reference reads the same config.
-    left_out = [name for name in report.unused_weights if name.startswith("bert/")]
-    if left_out:
-        raise ValueError(
-            f"{bert_config_file}: the checkpoint {prefix} has {len(left_out)} encoder weights this "
-            f"config has no place for ({', '.join(left_out[:3])}, ...); is it the config of this checkpoint?"
-        )
-    # The reference reads the checkpoint itself, so a loading mistake cannot hide.
-    weights = reference.load_checkpoint_weights(prefix)
+    # The reference reads the checkpoint itself, so a loading mistake cannot hide; it reads the
+    # weights the model took (not a training checkpoint's optimizer slots).
+    weights = reference.load_checkpoint_weights(prefix, report.loaded)
     verification = verify_against_reference(
         model, weights, config, make_check_inputs(config, seed=seed), tolerance
     )
@@ -220,12 +220,13 @@ def keras_to_google(keras_model, output_checkpoint):
       ValueError: The `.keras` file is missing or not a bert_tf model, the output cannot be
         written there, or the written checkpoint does not read back identically.
     """
-    if output_checkpoint.endswith("/") or files.isdir(output_checkpoint):
-        output_checkpoint = os.path.join(output_checkpoint, "bert_model.ckpt")
+    output_checkpoint = checkpoint_output_prefix(output_checkpoint)
     files.check_output_path(output_checkpoint, "--output")
     if isinstance(keras_model, str):
         if not files.exists(keras_model):
             raise ValueError(f"{keras_model}: no such Keras model file")
+        if files.isdir(keras_model):
+            raise ValueError(f"{keras_model}: a directory, not a Keras model saved as .keras")
         path = keras_model
         with files.open_file(path, "rb") as reader:
             if not zipfile.is_zipfile(reader):  # Keras would say the file is not found
@@ -237,10 +238,22 @@ def keras_to_google(keras_model, output_checkpoint):
             raise ValueError(f"{path}: not a Keras model saved as .keras ({reason})") from None
         if not isinstance(keras_model, (BertModel, BertPretrainer)):
             raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
+    foreign = [w.path for w in keras_model.weights if not w.path.startswith(("bert/", "cls/"))]
+    if isinstance(keras_model, (BertModel, BertPretrainer)) and foreign:
+        raise ValueError(
+            f"{keras_model.name}: its weight paths are not Google's names ({foreign[0]}, ...): build "
+            "the model with its default name, outside any name scope"
+        )
+    if keras_model.config.hidden_act not in ORIGINAL_ACTIVATIONS:
+        logger.warning(
+            "the bert_config.json written has hidden_act=%r, bert_tf's: the original's modeling.py reads %s",
+            keras_model.config.hidden_act,
+            ", ".join(ORIGINAL_ACTIVATIONS),
+        )
     save_google_checkpoint(keras_model, output_checkpoint)
     keras_model.config.to_json_file(os.path.join(os.path.dirname(output_checkpoint), "bert_config.json"))
     written = reference.load_checkpoint_weights(output_checkpoint)
     for weight in keras_model.weights:
-        if np.asarray(weight).tobytes() != written[weight.path].tobytes():
+        if checkpoint_value(weight).tobytes() != written[weight.path].tobytes():
             raise ValueError(f"{output_checkpoint}: {weight.path} did not read back identically")
     return keras_model, output_checkpoint

@@ -16,9 +16,6 @@ import tensorflow as tf
 
 from bert_tf import files
 
-# Checkpoint entries a model never loads; they are reported as unused without further comment.
-_OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
-
 
 @dataclasses.dataclass
 class LoadReport:
@@ -40,8 +37,15 @@ class LoadReport:
 
     @property
     def unused_optimizer_state(self):
-        """The unused names that are optimizer slots or the step counter."""
-        return [name for name in self.unused if name.endswith(_OPTIMIZER_SUFFIXES) or name == "global_step"]
+        """The unused names that are optimizer slots, named below the variable they belong to
+        (the original's `<weight>/adam_m` and `/adam_v`, TF1 Adam's `/Adam` and `/Adam_1`, ...),
+        or the step counter."""
+        names = set(self.loaded) | set(self.unused)
+        return [
+            name
+            for name in self.unused
+            if name == "global_step" or ("/" in name and name.rsplit("/", 1)[0] in names)
+        ]
 
     @property
     def unused_weights(self):
@@ -88,6 +92,8 @@ def resolve_checkpoint_prefix(path):
         if latest:
             return latest
         prefixes = [index[: -len(".index")] for index in files.glob(os.path.join(path, "*.index"))]
+        # A write's temporary (`files.temporary_path`) left by a killed run is no checkpoint.
+        prefixes = [prefix for prefix in prefixes if not files.is_temporary(prefix)]
         if len(prefixes) == 1:
             return prefixes[0]
         if not prefixes:
@@ -125,6 +131,15 @@ def open_checkpoint(prefix):
         raise ValueError(f"{prefix}: cannot read checkpoint ({message})") from None
 
 
+def _left_out(side, other, names):
+    """The problem of `bert/` weights of one side that the other lacks."""
+    listed = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return (
+        f"{len(names)} of the {side}'s encoder weights are not in the {other} ({listed}); is the "
+        "bert_config.json that of this checkpoint (num_hidden_layers)?"
+    )
+
+
 def load_google_checkpoint(model, path, strict=True, allow_unused=True):
     """Loads a Google (TF1 name-based) checkpoint into a bert_tf model.
 
@@ -135,10 +150,16 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
       model: A `BertModel`, `BertPretrainer` or any model whose weight paths are Google names.
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`) or a directory holding one.
       strict: If True, every model weight must be in the checkpoint. If False, missing weights
-        keep their initial values and are listed in the report's `missing`.
+        outside `bert/` (a task's head) keep their initial values and are listed in the
+        report's `missing`.
       allow_unused: If False, every weight of the checkpoint must be in the model (optimizer
         slots and `global_step` aside): a training run resuming its own checkpoint, whose
-        later checkpoints would leave the others out.
+        later checkpoints would leave the others out. If True, only weights outside `bert/`
+        (heads the model lacks) may be left over.
+
+    Either way the model and the checkpoint hold the same `bert/` weights: one left out on
+    either side means a `bert_config.json` of another depth (or another model) than the
+    checkpoint's, which no setting loads into a working encoder.
 
     Returns:
       A `LoadReport`.
@@ -189,6 +210,14 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
         missing=missing,
     )
     unused = report.unused_weights
+    # The encoder is all or nothing (see the docstring). Under `strict` every missing weight is
+    # named above, and without `allow_unused` every left-over one below.
+    model_only = [name for name in missing if name.startswith("bert/")]
+    checkpoint_only = [name for name in unused if name.startswith("bert/")]
+    if model_only and not strict:
+        problems.append(_left_out("model", "checkpoint", model_only))
+    if checkpoint_only and allow_unused:
+        problems.append(_left_out("checkpoint", "model", checkpoint_only))
     if unused and not allow_unused:
         problems.append(
             f"{len(unused)} of its weights are not in the model ({', '.join(unused[:3])}"
@@ -264,22 +293,41 @@ def write_checkpoint(prefix, named_tensors):
     return prefix
 
 
+def checkpoint_value(weight):
+    """A weight's value as a Google checkpoint holds it: NumPy, floats as float32."""
+    value = np.asarray(weight.numpy())
+    return value.astype(np.float32) if tf.as_dtype(value.dtype).is_floating else value
+
+
+def checkpoint_output_prefix(path):
+    """The prefix a checkpoint written to `path` gets: `path` itself, without a trailing
+    `.index`, or `<path>/bert_model.ckpt` for a directory (an existing one, or a path ending in
+    "/"), as `resolve_checkpoint_prefix` reads them back."""
+    if path.endswith("/") or files.isdir(path):
+        return os.path.join(path, "bert_model.ckpt")
+    return path[: -len(".index")] if path.endswith(".index") else path
+
+
 def save_google_checkpoint(model, path, global_step=None):
     """Writes a model's weights as a Google (TF1 name-based) checkpoint (`write_checkpoint`).
 
+    Floating-point weights are written as float32, as Google's checkpoints hold them (a model
+    under a 16-bit policy has 16-bit weights, which the original could not restore).
+
     Args:
       model: A bert_tf model (its weight paths are the names written).
-      path: The checkpoint prefix, e.g. `.../bert_model.ckpt`, local or not; writes
-        `path.index` and `path.data-00000-of-00001`.
+      path: The checkpoint prefix, e.g. `.../bert_model.ckpt`, local or not, or a directory
+        (`checkpoint_output_prefix`); writes `<prefix>.index` and `<prefix>.data-00000-of-00001`.
       global_step: If given, also writes `global_step` (int64), as training checkpoints have.
 
     Returns:
-      `path`.
+      The prefix written.
 
     Raises:
       ValueError: Two weights have the same path.
     """
-    named_tensors = [(weight.path, np.asarray(weight.numpy())) for weight in model.weights]
+    path = checkpoint_output_prefix(path)
+    named_tensors = [(weight.path, checkpoint_value(weight)) for weight in model.weights]
     if global_step is not None:
         named_tensors.append(("global_step", np.int64(global_step)))
     try:

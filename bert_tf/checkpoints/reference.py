@@ -199,13 +199,16 @@ def checkpoint_variable_names(path):
     return set(open_checkpoint(path).get_variable_to_shape_map())
 
 
-def load_checkpoint_weights(path):
-    """Every variable of a Google checkpoint, as `{name: np.ndarray}`.
+def load_checkpoint_weights(path, names=None):
+    """Variables of a Google checkpoint, as `{name: np.ndarray}`.
 
     Args:
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
+      names: The variables to read; None: every one.
     """
     from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
 
     reader = open_checkpoint(path)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    if names is None:
+        names = reader.get_variable_to_shape_map()
+    return {name: reader.get_tensor(name) for name in names}

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from bert_tf import onednn
 from bert_tf.export.versioning import versioned_directory
-from bert_tf.text.graph_tokenizer import GraphTokenizer
+from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 
 ID_INPUTS = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving_default"
@@ -148,6 +148,10 @@ class ExportModule(tf.Module):
       text_tokens: Whether `text` and `text_pair` also return `tokens`, string [batch,
         max_seq_length]: the WordPiece tokens of the packed input (`[CLS]` first), "" at the
         padding, so a client can read outputs given per token (a tagger's) against them.
+      max_text_a_tokens: None: `text_pair` truncates a pair that is too long longest first,
+        as the original's classifier. Else it cuts `text_a` to this many tokens and `text_b`
+        to the rest, as the original's SQuAD packs a question (`max_query_length`) and the
+        first window of its paragraph.
 
     Raises:
       ValueError: `max_seq_length` below 3, a missing vocabulary, a signature name used twice,
@@ -164,6 +168,7 @@ class ExportModule(tf.Module):
         text_signatures=True,
         config=None,
         text_tokens=False,
+        max_text_a_tokens=None,
     ):
         super().__init__(name="bert_tf_export")
         if max_seq_length < 3:
@@ -180,6 +185,7 @@ class ExportModule(tf.Module):
             raise ValueError(f"with text_tokens the text signatures return {TOKENS_OUTPUT!r} themselves")
         self._served = served
         self._text_tokens = text_tokens
+        self._max_text_a_tokens = max_text_a_tokens
         self._extra_served = extra_signatures
         self._max_seq_length = max_seq_length
         self._id_limits = (
@@ -225,7 +231,10 @@ class ExportModule(tf.Module):
                 self._max_seq_length,
                 message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
             )
-            return served(after_checks(inputs, [longest, *self._id_checks(inputs)]))
+            some = tf.debugging.assert_positive(
+                tf.shape(inputs["input_ids"])[1], message="input_ids has no tokens per row (at least [CLS])"
+            )
+            return served(after_checks(inputs, [longest, some, *self._id_checks(inputs)]))
 
         return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
 
@@ -253,7 +262,18 @@ class ExportModule(tf.Module):
         )
         texts = after_checks({"a": text_a, "b": text_b}, [same_size])
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
-        inputs = self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length)
+        if self._max_text_a_tokens is None:
+            inputs = self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length)
+        else:
+            tokenizer = self.tokenizer
+            inputs = pack_ids(
+                tokenizer.tokenize(texts["a"]),
+                tokenizer.tokenize(texts["b"]),
+                self._max_seq_length,
+                tokenizer.cls_id,
+                tokenizer.sep_id,
+                max_a=self._max_text_a_tokens,
+            )
         outputs = self._served(inputs)
         if self._text_tokens:
             tokens = self.tokenizer.id_tokens(inputs["input_ids"])
@@ -280,6 +300,7 @@ def export_saved_model(
     overwrite=False,
     config=None,
     text_tokens=False,
+    max_text_a_tokens=None,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -297,6 +318,7 @@ def export_saved_model(
       overwrite: Whether an existing version may be replaced.
       config: The model's `BertConfig`: the signatures then check the ids (see `ExportModule`).
       text_tokens: Whether the text signatures also return the `tokens` (see `ExportModule`).
+      max_text_a_tokens: How `text_pair` truncates (see `ExportModule`).
 
     Returns:
       The version directory written.
@@ -316,6 +338,7 @@ def export_saved_model(
             text_signatures,
             config,
             text_tokens,
+            max_text_a_tokens,
         )
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():

@@ -60,7 +60,8 @@ def versioned_directory(export_dir, version=None, overwrite=False):
 
     If the block raises, the temporary directory is deleted, and so is `export_dir` if this
     call created it: nothing is left behind. An overwritten version is moved aside, replaced,
-    then deleted.
+    then deleted. A version that another export wrote while the block ran is replaced only
+    with `overwrite`; otherwise the block's export is refused (deleted), not written over it.
 
     Args:
       export_dir: The model's base directory (TF Serving's `--model_base_path`).
@@ -71,15 +72,24 @@ def versioned_directory(export_dir, version=None, overwrite=False):
       (the temporary directory, created empty; the final version directory).
 
     Raises:
-      ValueError: As `check_version`, before anything is written.
+      ValueError: As `check_version`, before anything is written; `export_dir` cannot be
+        made; or the version appeared meanwhile (see above).
     """
     version = check_version(export_dir, version, overwrite)
     final = os.path.join(export_dir, str(version))
     created_export_dir = not tf.io.gfile.exists(export_dir)
     tmp = files.temporary_path(final)
-    tf.io.gfile.makedirs(tmp)
+    try:
+        tf.io.gfile.makedirs(tmp)
+    except tf.errors.OpError as e:
+        raise ValueError(f"--export_dir: cannot write in {export_dir} ({e.message.strip()})") from None
     try:
         yield tmp, final
+        if tf.io.gfile.exists(final) and not overwrite:
+            raise ValueError(
+                f"{final} was written by another export while this one ran; this one is not kept "
+                "(rerun it for the next version, or pass --overwrite)"
+            )
         if tf.io.gfile.exists(final):
             _replace(tmp, final, f"{final}.old-{os.getpid()}")
         else:

@@ -90,7 +90,8 @@ def _dropout_forward(x, draws, threshold):
     """
     shape = ops.shape(x)
     pairs = 1 if draws.shape[-1] is None or draws.shape[-1] == x.shape[-1] else 2
-    halves = ops.reshape(x, (*shape[:-1], pairs, -1))
+    # The width given, not -1: JAX cannot infer a size beside an empty batch.
+    halves = ops.reshape(x, (*shape[:-1], pairs, shape[-1] // pairs))
     shifts = ops.reshape(ops.arange(pairs, dtype="int32") * _BITS, (pairs, 1))
     keep = ops.bitwise_and(ops.right_shift(draws, shifts), _LEVELS - 1) >= threshold
     scale = _LEVELS / (_LEVELS - threshold)

@@ -62,8 +62,18 @@ class Embeddings(BertConfigured, keras.layers.Layer):
 
         Returns:
           float [batch, seq, hidden] embedding output.
+
+        Raises:
+          ValueError: `seq` (where known when the call is traced) is above
+            `max_position_embeddings`, the rows of the position table.
         """
         seq_length = ops.shape(input_ids)[1]
+        max_positions = self.position_embeddings.shape[0]
+        if isinstance(seq_length, int) and seq_length > max_positions:
+            raise ValueError(
+                f"input_ids has {seq_length} tokens per row, more than "
+                f"max_position_embeddings={max_positions}"
+            )
         embeddings = (
             ops.take(self.word_embeddings, input_ids, axis=0)
             + ops.take(self.token_type_embeddings, segment_ids, axis=0)

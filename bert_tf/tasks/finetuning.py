@@ -404,7 +404,7 @@ class FinetuningRunner:
 
         return loop.restore_for_inference(model, self.options.output_dir, self.options.init_checkpoint)
 
-    def export(self, factory, output_names, labels=None, text_tokens=False):
+    def export(self, factory, output_names, labels=None, text_tokens=False, max_text_a_tokens=None):
         """Exports the fine-tuned model as a SavedModel version under `--export_dir`
         (`bert_tf.export.export_saved_model`), on the chief only.
 
@@ -417,6 +417,7 @@ class FinetuningRunner:
           labels: None, or `(label_list, scores, output)`: the signatures also return `output`,
             the names of the best classes of the output `scores` (`bert_tf.export.NamedLabels`).
           text_tokens: Whether `text` and `text_pair` also return the packed `tokens`.
+          max_text_a_tokens: How `text_pair` truncates (`bert_tf.export.ExportModule`).
 
         Returns:
           The version directory written, or None on a worker that is not the chief.
@@ -432,7 +433,7 @@ class FinetuningRunner:
             label_list, scores, output = labels
             model = NamedLabels(model, label_list, scores, output)
             output_names = (*output_names, output)
-        return export_saved_model(
+        path = export_saved_model(
             model,
             output_names,
             options.vocab_file,
@@ -441,7 +442,10 @@ class FinetuningRunner:
             options.export_dir,
             config=self.config,
             text_tokens=text_tokens,
+            max_text_a_tokens=max_text_a_tokens,
         )
+        logger.info("Exported %s", path)
+        return path
 
     def predict(self, model, predict_file, name_to_features, num_records, output_names):
         """The model's outputs on every record of `predict_file`, in file order.

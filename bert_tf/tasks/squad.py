@@ -896,7 +896,12 @@ def run_squad(options):
         if runner.distribution.is_chief:
             write_eval_results(results["eval"], os.path.join(output_dir, EVAL_RESULTS))
     if options.export_dir:
-        # The logits per token; `text_pair` (the question, then the paragraph, cut to fit: no
-        # windows) also returns the tokens, which the logits index.
-        results["export"] = runner.export(BertSquad, ("start_logits", "end_logits"), text_tokens=True)
+        # The logits per token; `text_pair` (the question cut to --max_query_length, then the
+        # paragraph's first window) also returns the tokens, which the logits index.
+        results["export"] = runner.export(
+            BertSquad,
+            ("start_logits", "end_logits"),
+            text_tokens=True,
+            max_text_a_tokens=options.max_query_length,
+        )
     return results

@@ -202,7 +202,7 @@ def _truncate(ragged, lengths):
     return tf.ragged.boolean_mask(ragged, keep)
 
 
-def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
     """Packs ragged id rows into padded model inputs, like `bert_tf.text.packing.pack_inputs`.
 
     Args:
@@ -210,6 +210,9 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
       ids_b: Ragged int [batch, (tokens)]; rows may be empty (single sequences).
       max_seq_length: Length of the packed rows.
       cls_id, sep_id: Ids of `[CLS]` and `[SEP]`.
+      max_a: None: a pair too long is truncated longest first (`truncate_seq_pair`). Else
+        `ids_a` is cut to `max_a` tokens and `ids_b` to the rest, as the original's SQuAD packs
+        a question and the first window of its paragraph (`max_query_length`).
 
     Returns:
       A dict of int32 [batch, max_seq_length] `input_ids`, `input_mask`, `segment_ids`.
@@ -218,7 +221,11 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     max_seq_length = tf.cast(max_seq_length, tf.int64)
     len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
     has_b = len_b > 0
-    pair_a, pair_b = _pair_lengths(len_a, len_b, max_seq_length - 3)
+    if max_a is None:
+        pair_a, pair_b = _pair_lengths(len_a, len_b, max_seq_length - 3)
+    else:
+        len_a = tf.minimum(len_a, max_a)
+        pair_a, pair_b = len_a, tf.minimum(len_b, tf.maximum(max_seq_length - 3 - len_a, 0))
     new_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
     new_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
     ids_a, ids_b = _truncate(ids_a, new_a), _truncate(ids_b, new_b)
