@@ -136,6 +136,10 @@ def test_checkpoint_load_and_save_on_ram(fixtures_dir, ram):
     for name in names:
         assert written.get_tensor(name).tobytes() == original.get_tensor(name).tobytes(), name
     assert written.get_tensor("global_step") == 3
+    # Over it again: on ram:// any prefix of a file is a directory, and the prefix is not one.
+    assert save_google_checkpoint(model, prefix, global_step=4) == prefix
+    assert listing(f"{ram}/out") == ["bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+    assert open_checkpoint(prefix).get_tensor("global_step") == 4
 
 
 def test_write_checkpoint_any_named_tensors_on_ram(ram):

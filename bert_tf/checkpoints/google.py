@@ -303,9 +303,13 @@ def checkpoint_output_prefix(path):
     """The prefix a checkpoint written to `path` gets: `path` itself, without a trailing
     `.index`, or `<path>/bert_model.ckpt` for a directory (an existing one, or a path ending in
     "/"), as `resolve_checkpoint_prefix` reads them back."""
-    if path.endswith("/") or files.isdir(path):
+    if path.endswith(".index"):
+        return path[: -len(".index")]
+    # A checkpoint's own prefix first: on some filesystems (ram://) any prefix of a file is a
+    # directory.
+    if path.endswith("/") or (not files.exists(path + ".index") and files.isdir(path)):
         return os.path.join(path, "bert_model.ckpt")
-    return path[: -len(".index")] if path.endswith(".index") else path
+    return path
 
 
 def save_google_checkpoint(model, path, global_step=None):
