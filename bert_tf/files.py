@@ -69,13 +69,21 @@ def isdir(path):
     return os.path.isdir(path) if gfile is None else gfile.isdir(path)
 
 
+def original_line(raw):
+    """A line (bytes) as the original's `tf.gfile` `readline` gives it: TensorFlow's line reader
+    drops every "\\r" of a line, not only the one of "\\r\\n" (`hello\\rworld` is `helloworld`)."""
+    return raw.replace(b"\r", b"")
+
+
 _GLOB_CHARACTERS = re.compile(r"[*?[]")
 
 
-def glob(pattern):
-    """The paths matching a glob pattern, sorted."""
+def glob(pattern, sort=True):
+    """The paths matching a glob pattern, sorted; else in the filesystem's order (that of the
+    directory listing, which `tf.io.gfile.glob` also keeps)."""
     gfile = _gfile(pattern)
-    return sorted(_glob.glob(pattern) if gfile is None else gfile.glob(pattern))
+    matches = _glob.glob(pattern) if gfile is None else gfile.glob(pattern)
+    return sorted(matches) if sort else matches
 
 
 def listdir(path):
@@ -266,14 +274,19 @@ def check_output_dir(path, name):
         raise ValueError(f"{name}: cannot make {path}: {blocking} is a file, not a directory")
 
 
-def expand_input_patterns(patterns, name="--input_file"):
-    """The files matched by glob patterns, in the original's order: pattern by pattern, each
-    pattern's matches sorted. A path that names a file is that file, glob characters and all
-    (so a list this function returned expands to itself).
+def expand_input_patterns(patterns, name="--input_file", sort=True):
+    """The files matched by glob patterns, pattern by pattern, as the original's loop over
+    `tf.gfile.Glob`. A path that names a file is that file, glob characters and all (so a list
+    this function returned expands to itself). Unlike the original, spaces around a pattern are
+    ignored and a pattern that matches nothing is an error.
 
     Args:
       patterns: A comma-separated string of glob patterns, or a list of them.
       name: What the patterns are called in an error message (the flag they came from).
+      sort: Each pattern's matches sorted (the same list on every machine of a training job);
+        False: in the filesystem's order, unsorted, as `tf.gfile.Glob` gives them, which the
+        original's create_pretraining_data reads in (the order decides which documents follow
+        which, and so its examples).
 
     Raises:
       ValueError: A pattern matches no file; the message names it.
@@ -287,7 +300,7 @@ def expand_input_patterns(patterns, name="--input_file"):
         if _GLOB_CHARACTERS.search(pattern) and exists(pattern) and not isdir(pattern):
             matches = [pattern]
         else:
-            matches = [path for path in glob(pattern) if not isdir(path)]
+            matches = [path for path in glob(pattern, sort) if not isdir(path)]
         if not matches:
             raise ValueError(f"{name}: {pattern!r} matches no file")
         files.extend(matches)

@@ -112,6 +112,20 @@ def test_read_examples_splits_pairs(tmp_path):
         list(features.read_examples(str(tmp_path / "nothere.txt")))
 
 
+def test_lines_are_read_as_the_originals_gfile_reads_them(tmp_path):
+    """TensorFlow's line reader (the original's `tf.gfile`) drops every "\\r" of a line: a
+    carriage return inside a line joins its two sides."""
+    import tensorflow as tf
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"hello\rworld\r\nleft\r ||| right\n")
+    with tf.io.gfile.GFile(str(path), "r") as reader:
+        original = [line.strip() for line in reader]
+    assert [
+        e.text_a + (f" ||| {e.text_b}" if e.text_b else "") for e in features.read_examples(str(path))
+    ] == original
+
+
 def test_an_empty_input_is_an_error_that_keeps_the_earlier_output(tmp_path):
     empty, output = tmp_path / "empty.txt", tmp_path / "features.jsonl"
     empty.write_bytes(b"")
@@ -156,6 +170,7 @@ def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
     for flag, message in (
         ("--layers=-3", "--layers [-3] outside the model's 2 layers"),
         ("--use_tpu", "needs --tpu_name or --master"),
+        ("--batch_size=0", "--batch_size must be at least 1, got 0"),
     ):
         result = run_tool(*common, f"--output_file={tmp_path}/bad.jsonl", flag)
         assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]

@@ -44,10 +44,15 @@ def test_input_patterns_expand_in_the_order_given_and_a_file_name_is_itself(tmp_
         (tmp_path / name).write_text("x\n")
     (tmp_path / "dir.txt").mkdir()
     path = lambda name: str(tmp_path / name)  # noqa: E731
-    # Pattern by pattern, each one's matches sorted, directories left out (the original's order).
+    # Pattern by pattern, each one's matches sorted, directories left out.
     assert expand_input_patterns(f"{path('b.txt')}, {path('*.txt')}") == [
         path(n) for n in ("b.txt", "a.txt", "b.txt", "x1.txt", "x[1].txt")
     ]
+    # Or in the order of the original's glob (the filesystem's, which need not be sorted).
+    import tensorflow as tf
+
+    matches = [p for p in tf.io.gfile.glob(path("*.txt")) if not os.path.isdir(p)]
+    assert expand_input_patterns(path("*.txt"), sort=False) == matches
     # A name with glob characters that names a file is that file; otherwise it is a pattern.
     assert expand_input_patterns([path("x[1].txt")]) == [path("x[1].txt")]
     assert expand_input_patterns([path("x[12].txt")]) == [path("x1.txt")]

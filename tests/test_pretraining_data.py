@@ -386,6 +386,17 @@ def test_exact_mode_reads_any_blank_lines_as_the_original(fixtures_dir, tmp_path
     assert pf.read_records(str(tmp_path / "out.tfrecord")) == pf.fixture_records()
 
 
+def test_exact_mode_reads_a_carriage_return_inside_a_line_as_the_original(fixtures_dir, tmp_path):
+    """The original reads its corpus with `tf.gfile`, whose line reader drops every "\\r" of a
+    line (not only that of "\\r\\n"): words split by one are one word to it."""
+    text = pathlib.Path(pf.SAMPLE_TEXT).read_bytes()
+    with_returns = text.replace(b" the ", b" th\re ").replace(b" of ", b" \rof\r ")
+    assert with_returns.count(b"\r") > 10
+    (tmp_path / "corpus.txt").write_bytes(with_returns)
+    create_pretraining_data(str(tmp_path / "corpus.txt"), str(tmp_path / "out.tfrecord"), options())
+    assert pf.read_records(str(tmp_path / "out.tfrecord")) == pf.fixture_records()
+
+
 def uniform_corpus():
     """Twelve documents of the same eight lines of the sample, each rotated differently: the
     same byte size for every document, different text."""

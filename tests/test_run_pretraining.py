@@ -68,13 +68,13 @@ def _args(workdir, output_dir, steps, **extra):
     return [TOOL] + [f"--{k}={v}" for k, v in flags.items()]
 
 
-def _run(args, **kwargs):
+def _run(args, env=None, **kwargs):
     return subprocess.run(
         [sys.executable, *args],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})),
         timeout=600,
         **kwargs,
     )
@@ -278,13 +278,28 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workd
     match = re.match(
         r"error: step (\d+): the loss or its gradient is NaN or infinite; training stopped", error
     )
-    assert match and 10 <= int(match.group(1)) < 20, error
+    assert match and 10 < int(match.group(1)) <= 20, error  # the step as the progress lines count it
     assert "The latest checkpoint is " in error and error.split("The latest checkpoint is ")[1].startswith(
         str(output_dir / "model.ckpt-10")
     )
     latest = tf.train.latest_checkpoint(str(output_dir))
     assert latest.endswith("model.ckpt-10")
     assert all(np.isfinite(v).all() for v in _weights(latest).values())
+
+
+def test_the_tool_trains_under_multi_worker_mirrored(workdir):
+    """The strategy must exist before any TensorFlow op: the tool's input checks ran ops first
+    and the strategy then failed ("Collective ops must be configured at program startup"). One
+    worker here; tests/test_training_distribution.py runs two through the library."""
+    from tests.test_training_distribution import _free_ports
+
+    worker = f"localhost:{_free_ports(1)[0]}"
+    cluster = {"cluster": {"worker": [worker]}, "task": {"type": "worker", "index": 0}}
+    output_dir = workdir / "multi_worker"
+    args = _args(workdir, output_dir, 2, strategy="multi_worker_mirrored", iterations_per_loop=2)
+    result = _run(args, env={"TF_CONFIG": json.dumps(cluster)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-2")
 
 
 def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
@@ -374,6 +389,10 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
         (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
         (dict(do_train=False), r"at least one of --do_train or --do_eval"),
         (dict(keep_checkpoint_max=-1), r"--keep_checkpoint_max must be 0 \(keep all\) or more, got -1"),
+        (
+            dict(jit_compile=True, gradient_accumulation_steps=2),
+            r"--jit_compile does not work with --gradient_accumulation_steps above 1",
+        ),
     ],
 )
 def test_bad_input_is_an_error_before_any_step(workdir, tmp_path, overrides, message):

@@ -58,6 +58,8 @@ def main(argv):
         layer_indexes = [int(x) for x in FLAGS.layers.split(",")]
     except ValueError:
         raise ValueError(f"--layers must be comma-separated integers, got {FLAGS.layers!r}") from None
+    if FLAGS.batch_size < 1:
+        raise ValueError(f"--batch_size must be at least 1, got {FLAGS.batch_size}")
     files.check_output_path(FLAGS.output_file, "--output_file")
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)

@@ -10,7 +10,7 @@ import logging
 
 import numpy as np
 
-from bert_tf.files import open_file
+from bert_tf.files import open_file, original_line
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +94,8 @@ class CorpusBuilder:
         with open_file(path, "rb") as reader:
             reader.seek(start)
             for raw in reader:
-                self.add_line(raw.decode("utf-8", "ignore"))
-                # The offset, not a sum of line lengths: tf.io.gfile drops the "\r" of "\r\n".
+                self.add_line(original_line(raw).decode("utf-8", "ignore"))
+                # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.
                 if end is not None and reader.tell() >= end:
                     break
 

@@ -411,7 +411,8 @@ def create_pretraining_data(
         beam_pipeline = _import_beam_pipeline()
         pipeline = beam_pipeline.make_pipeline(runner, pipeline_args, num_workers)
     output_files = _output_files(output_file, sharded=bool(num_workers or runner))
-    input_files = files.expand_input_patterns(input_file)
+    # In the order the original reads them: it decides the documents' order, so the examples.
+    input_files = files.expand_input_patterns(input_file, sort=False)
     if runner:
         return beam_pipeline.create_with_beam(
             pipeline, input_files, output_files[0], options, shard_size_mb, num_output_shards

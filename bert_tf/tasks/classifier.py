@@ -26,7 +26,7 @@ import os
 import keras
 from keras import ops
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, original_line
 from bert_tf.modeling import BertModel
 from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import create_output_weights, output_logits
@@ -96,8 +96,9 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
     if not os.path.isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
     quoting = csv.QUOTE_NONE if quotechar is None else csv.QUOTE_MINIMAL
-    with open(input_file, encoding="utf-8", errors="ignore", newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, quoting=quoting)
+    with open(input_file, "rb") as f:
+        rows = (original_line(line).decode("utf-8", "ignore") for line in f)
+        reader = csv.reader(rows, delimiter=delimiter, quotechar=quotechar, quoting=quoting)
         lines = []
         for line in reader:
             where = f"{input_file}:{reader.line_num}"

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from bert_tf.files import atomic_output, exists, isdir, open_file
+from bert_tf.files import atomic_output, exists, isdir, open_file, original_line
 from bert_tf.text.packing import pack_inputs
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -43,7 +43,7 @@ def read_examples(input_file):
     unique_id = -1
     with open_file(input_file, "rb") as reader:
         for unique_id, line in enumerate(reader):
-            line = line.decode("utf-8", "ignore").strip()
+            line = original_line(line).decode("utf-8", "ignore").strip()
             match = _PAIR_SEPARATOR.match(line)
             if match:
                 yield InputExample(unique_id, match.group(1), match.group(2))

@@ -103,13 +103,13 @@ def load_vocab(vocab_file):
     Raises:
       ValueError: The file cannot be read; the message names it.
     """
-    from bert_tf.files import open_file  # here, to keep this module's names the original's
+    from bert_tf.files import open_file, original_line  # here, to keep this module's names the original's
 
     vocab = collections.OrderedDict()
     try:
         with open_file(vocab_file, "rb") as reader:
             for index, line in enumerate(reader):
-                vocab[convert_to_unicode(line).strip()] = index
+                vocab[convert_to_unicode(original_line(line)).strip()] = index
     except OSError as e:
         raise ValueError(f"{vocab_file}: cannot read the vocab file ({e.strerror})") from None
     if not vocab:

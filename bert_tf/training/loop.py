@@ -197,7 +197,7 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         failed = int(step_fn.nonfinite_step.numpy())
         if failed >= 0:
             raise TrainingStopped(
-                f"step {failed}: the loss or its gradient is NaN or infinite; training stopped. "
+                f"step {failed + 1}: the loss or its gradient is NaN or infinite; training stopped. "
                 f"The latest checkpoint is {latest or 'none (no checkpoint was saved yet)'}; "
                 "check the input data and the learning rate"
             )

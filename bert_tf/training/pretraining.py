@@ -201,6 +201,11 @@ class PretrainingOptions(TrainingOptions):
                 raise ValueError(f"--{flag} must be at least 1, got {getattr(self, flag)}")
         if self.num_warmup_steps < 0:
             raise ValueError(f"--num_warmup_steps must be >= 0, got {self.num_warmup_steps}")
+        if self.jit_compile and self.gradient_accumulation_steps > 1:
+            # XLA compiling the accumulation loop around the layers' own compiled training
+            # forms gave other gradients than the step without XLA, and dropout's draws inside
+            # it do not compile (BUILD_NOTES.md).
+            raise ValueError("--jit_compile does not work with --gradient_accumulation_steps above 1")
 
 
 def run_pretraining(options):
@@ -232,8 +237,9 @@ def run_pretraining(options):
             f"max_position_embeddings ({config.max_position_embeddings})"
         )
     input_files = expand_input_patterns(options.input_file)
-    check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
+    # The strategy first: MultiWorkerMirroredStrategy must exist before any TensorFlow op runs.
     distribution = options.distribution()
+    check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
     if options.do_train:
         distribution.check_batch_size(
             "train_batch_size", options.train_batch_size, options.gradient_accumulation_steps
