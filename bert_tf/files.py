@@ -180,7 +180,8 @@ def remove_abandoned(path, suffix=""):
 
 def is_temporary(path):
     """Whether `path` ends in a temporary's mark, `.tmp-<pid>` (`temporary_path`)."""
-    return re.search(r"\.tmp-\d+$", path) is not None
+    mark = path.rfind(".tmp-")
+    return mark >= 0 and _TEMPORARY.fullmatch(path, mark) is not None
 
 
 def temporary_path(path, suffix=""):

@@ -262,18 +262,15 @@ class ExportModule(tf.Module):
         )
         texts = after_checks({"a": text_a, "b": text_b}, [same_size])
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
-        if self._max_text_a_tokens is None:
-            inputs = self.tokenizer.pack(texts["a"], texts["b"], self._max_seq_length)
-        else:
-            tokenizer = self.tokenizer
-            inputs = pack_ids(
-                tokenizer.tokenize(texts["a"]),
-                tokenizer.tokenize(texts["b"]),
-                self._max_seq_length,
-                tokenizer.cls_id,
-                tokenizer.sep_id,
-                max_a=self._max_text_a_tokens,
-            )
+        tokenizer = self.tokenizer
+        inputs = pack_ids(
+            tokenizer.tokenize(texts["a"]),
+            tokenizer.tokenize(texts["b"]),
+            self._max_seq_length,
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            max_a=self._max_text_a_tokens,
+        )
         outputs = self._served(inputs)
         if self._text_tokens:
             tokens = self.tokenizer.id_tokens(inputs["input_ids"])
