@@ -416,6 +416,31 @@ def test_the_records_are_checked_in_the_first_file_that_holds_one(fixtures_dir, 
         check_records([empty, empty], 128, 20)
 
 
+def _shortened_copy(source, target, length):
+    """`source`'s records with `input_ids`, `input_mask` and `segment_ids` cut to `length`."""
+    with tf.io.TFRecordWriter(str(target)) as writer:
+        for record in tf.data.TFRecordDataset(str(source)):
+            example = tf.train.Example.FromString(record.numpy())
+            for name in ("input_ids", "input_mask", "segment_ids"):
+                values = example.features.feature[name].int64_list.value
+                del values[length:]
+            writer.write(example.SerializeToString())
+
+
+def test_every_files_first_record_is_checked_before_any_step(workdir, tmp_path):
+    # Data of another --max_seq_length in a later file failed mid-run with a parse error naming
+    # no file; the first record of every file is checked now.
+    files = [tmp_path / f"part-{i}.tfrecord" for i in range(3)]
+    shutil.copy(RECORDS, files[0])
+    shutil.copy(RECORDS, files[1])
+    _shortened_copy(RECORDS, files[2], 64)
+    names = [str(path) for path in files]
+    check_records(names[:2], 128, 20)
+    with pytest.raises(ValueError, match=re.escape(f"{files[2]}: records have input_ids of length 64 but")):
+        run_pretraining(_five_steps(workdir, tmp_path, input_file=",".join(names)))
+    assert not (tmp_path / "out").exists()
+
+
 def test_token_ids_beyond_the_configs_vocab_size_are_an_error_before_any_step(workdir, tmp_path):
     config = tmp_path / "small_vocab.json"
     BertConfig(**dict(TINY, vocab_size=1000)).to_json_file(str(config))

@@ -93,34 +93,59 @@ def _is_top_prediction(logits, labels):
 
 
 def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_size=None):
-    """Checks that the first record of the input (that of the first file holding one) has the
-    lengths the flags say, and token ids the model's embedding table has rows for. A file may
-    be empty: the original's `create_pretraining_data.py` leaves one so when it writes fewer
-    examples than output files.
+    """Checks that the first record of every input file has the lengths the flags say, and token
+    ids the model's embedding table has rows for. The first records are read in parallel (one
+    small read per file). A file may be empty: the original's `create_pretraining_data.py` leaves
+    one so when it writes fewer examples than output files.
+
+    Every file, not only the first: data of two `--max_seq_length`s (BERT's 128 then 512
+    phases) mixed in one `--input_file` would otherwise fail in the middle of training, at the
+    first batch that reads the other file, with a parse error naming neither.
 
     Raises:
-      ValueError: The record's `input_ids` or `masked_lm_positions` length differs from
+      ValueError: A record's `input_ids` or `masked_lm_positions` length differs from
         `--max_seq_length` / `--max_predictions_per_seq` (the message names the file and both
         values), a token id is `vocab_size` or more, a file cannot be read, or no file holds a
         record.
     """
     import tensorflow as tf
 
-    for path in input_files:
-        try:
-            record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-        except tf.errors.OpError as e:
-            raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
-        if record is not None:
-            break
-    else:
-        if len(input_files) == 1:
-            raise ValueError(f"{input_files[0]}: the file holds no record")
-        raise ValueError(
-            f"--input_file: none of its {len(input_files)} files holds a record ({input_files[0]}, ...)"
-        )
-    example = tf.train.Example.FromString(record.numpy())
-    features = example.features.feature
+    names = tf.data.Dataset.from_tensor_slices(list(input_files))
+    first_records = names.interleave(
+        lambda name: tf.data.TFRecordDataset(name).take(1).map(lambda record: (name, record)),
+        cycle_length=16,
+        num_parallel_calls=16,
+        deterministic=True,
+    )
+    found = 0
+    try:
+        for name, record in first_records:
+            _check_record(
+                name.numpy().decode(), record.numpy(), max_seq_length, max_predictions_per_seq, vocab_size
+            )
+            found += 1
+    except tf.errors.OpError:
+        # Which file: the first that cannot be opened or read alone.
+        for path in input_files:
+            try:
+                next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+            except tf.errors.OpError as e:
+                raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
+        raise
+    if found:
+        return
+    if len(input_files) == 1:
+        raise ValueError(f"{input_files[0]}: the file holds no record")
+    raise ValueError(
+        f"--input_file: none of its {len(input_files)} files holds a record ({input_files[0]}, ...)"
+    )
+
+
+def _check_record(path, record, max_seq_length, max_predictions_per_seq, vocab_size):
+    """`check_records` on one serialized record of the file `path`."""
+    import tensorflow as tf
+
+    features = tf.train.Example.FromString(record).features.feature
     for name, flag, expected in (
         ("input_ids", "max_seq_length", max_seq_length),
         ("masked_lm_positions", "max_predictions_per_seq", max_predictions_per_seq),
