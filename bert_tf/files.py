@@ -63,6 +63,12 @@ def exists(path):
     return os.path.exists(path) if gfile is None else gfile.exists(path)
 
 
+def isfile(path):
+    """Whether `path` is a file (not a directory)."""
+    gfile = _gfile(path)
+    return os.path.isfile(path) if gfile is None else gfile.exists(path) and not gfile.isdir(path)
+
+
 def isdir(path):
     """Whether `path` is a directory."""
     gfile = _gfile(path)

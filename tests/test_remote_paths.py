@@ -26,7 +26,9 @@ from bert_tf import (
 )
 from bert_tf.checkpoints import converter, open_checkpoint, write_checkpoint
 from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline
+from bert_tf.tasks import classifier, squad, squad_evaluation, tagging
 from bert_tf.tasks import feature_extraction as features
+from bert_tf.tasks.classifier import ClassifierOptions
 from bert_tf.text.tokenization import FullTokenizer, load_vocab
 from bert_tf.text.vocabulary import build_vocab
 from tests import model_fixtures as mf
@@ -276,3 +278,64 @@ def test_feature_extraction_input_and_output_on_ram(ram):
     assert listing(f"{ram}/out") == ["features.jsonl"]
     with pytest.raises(ValueError, match=r"/nope\.txt: no such input file"):
         list(features.read_examples(f"{ram}/nope.txt"))
+
+
+# --- Fine-tuning ----------------------------------------------------------------------------------
+
+DEMO_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "demo_data")
+
+
+def _fields(examples, *names):
+    return [tuple(getattr(example, name) for name in names) for example in examples]
+
+
+def test_classifier_inputs_and_outputs_on_ram(ram, tmp_path):
+    local = os.path.join(DEMO_DATA, "mrpc_keyword")
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        copy_in(os.path.join(local, name), f"{ram}/glue")
+    remote_processor, local_processor = classifier.get_processor("mrpc"), classifier.get_processor("mrpc")
+    names = ("guid", "text_a", "text_b", "label", "line_number")
+    for get in ("get_train_examples", "get_dev_examples", "get_test_examples"):
+        remote = getattr(remote_processor, get)(f"{ram}/glue")
+        assert remote and _fields(remote, *names) == _fields(getattr(local_processor, get)(local), *names)
+    options = ClassifierOptions(
+        task_name="mrpc",
+        data_dir=f"{ram}/glue",
+        vocab_file=copy_in(os.path.join(mf.GOOGLE_TINY, "vocab.txt"), f"{ram}/model"),
+        bert_config_file=copy_in(mf.GOOGLE_TINY_CONFIG, f"{ram}/model"),
+        output_dir=f"{ram}/out",
+        do_predict=True,
+    )
+    options.validate()
+    classifier.write_test_results(np.array([[0.25, 0.75]], np.float32), f"{ram}/out/test_results.tsv")
+    assert read_text(f"{ram}/out/test_results.tsv") == "0.25\t0.75\n"
+
+
+def test_tagger_inputs_and_outputs_on_ram(ram, tmp_path):
+    local = os.path.join(DEMO_DATA, "conll_names", "dev.txt")
+    remote = tagging.read_conll(copy_in(local, f"{ram}/conll"), "dev")
+    names = ("guid", "words", "tags", "line")
+    assert remote and _fields(remote, *names) == _fields(tagging.read_conll(local, "dev"), *names)
+    predicted = [example.tags for example in remote]
+    tagging.write_conll(remote, predicted, f"{ram}/out/test_predictions.txt")
+    tagging.write_conll(remote, predicted, str(tmp_path / "test_predictions.txt"))
+    assert read_text(f"{ram}/out/test_predictions.txt") == (tmp_path / "test_predictions.txt").read_text()
+
+
+def test_squad_inputs_and_outputs_on_ram(ram, tmp_path):
+    local = os.path.join(DEMO_DATA, "squad", "squad-v1.1.json")
+    path = copy_in(local, f"{ram}/squad")
+    remote = squad.read_squad_examples(path, is_training=False)
+    names = ("qas_id", "question_text", "doc_tokens")
+    assert remote and _fields(remote, *names) == _fields(squad.read_squad_examples(local, False), *names)
+    tokenizer = FullTokenizer(os.path.join(mf.GOOGLE_TINY, "vocab.txt"))
+    features = list(squad.convert_examples_to_features(remote, tokenizer, 64, 16, 16, is_training=False))
+    logits = np.linspace(-1.0, 1.0, 64).tolist()
+    results = [squad.RawResult(feature.unique_id, logits, logits[::-1]) for feature in features]
+    outputs = [f"{ram}/out/{name}.json" for name in ("predictions", "nbest_predictions", "null_odds")]
+    squad.write_predictions(remote, features, results, 5, 30, True, *outputs)
+    predictions = json.loads(read_text(outputs[0]))
+    assert sorted(predictions) == sorted(example.qas_id for example in remote)
+    assert squad_evaluation.evaluate_files(path, outputs[0]) == squad_evaluation.evaluate_v1(
+        squad_evaluation.read_dataset(local), predictions
+    )

@@ -24,7 +24,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    from bert_tf.files import atomic_output, check_output_path
+    from bert_tf.files import atomic_output, check_output_path, open_file
     from bert_tf.tasks.squad_evaluation import evaluate_files
 
     if len(argv) != 3:
@@ -36,7 +36,7 @@ def main(argv):
     )
     text = json.dumps(result, indent=2 if FLAGS.version_2_with_negative else None)
     if FLAGS.out_file:
-        with atomic_output(FLAGS.out_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+        with atomic_output(FLAGS.out_file) as tmp, open_file(tmp, "w") as writer:
             writer.write(text + "\n")
     else:
         print(text)

@@ -1,7 +1,6 @@
 """`BertModel` and `BertPretrainer` as users of the export module: loading, checks, signatures."""
 
 import logging
-import os
 
 import keras
 import tensorflow as tf
@@ -10,6 +9,7 @@ from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.export.module import ServedModel, after_checks, export_saved_model
 from bert_tf.export.versioning import check_version
+from bert_tf.files import isfile
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.text import tokenization
 
@@ -91,7 +91,7 @@ def check_vocab_and_length(config, vocab_file, max_seq_length):
 
 
 def _load_keras_model(path, bert_config_file):
-    if not os.path.isfile(path):
+    if not isfile(path):
         raise ValueError(f"{path}: no such Keras model file")
     model = keras.models.load_model(path)
     if not isinstance(model, (BertModel, BertPretrainer)):

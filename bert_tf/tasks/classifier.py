@@ -26,7 +26,7 @@ import os
 import keras
 from keras import ops
 
-from bert_tf.files import atomic_output, original_line
+from bert_tf.files import atomic_output, isfile, open_file, original_line
 from bert_tf.modeling import BertModel
 from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import create_output_weights, output_logits
@@ -93,10 +93,10 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
       ValueError: The file is missing, the first row has fewer than `min_columns` columns, or a
         row has another number of columns than expected; the message names the file and line.
     """
-    if not os.path.isfile(input_file):
+    if not isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
     quoting = csv.QUOTE_NONE if quotechar is None else csv.QUOTE_MINIMAL
-    with open(input_file, "rb") as f:
+    with open_file(input_file, "rb") as f:
         rows = (original_line(line).decode("utf-8", "ignore") for line in f)
         reader = csv.reader(rows, delimiter=delimiter, quotechar=quotechar, quoting=quoting)
         lines = []
@@ -303,7 +303,7 @@ class TableProcessor(DataProcessor):
     def get_labels(self):
         if self.labels is None:
             train_file = self.train_file(self.data_dir)
-            if not os.path.isfile(train_file):
+            if not isfile(train_file):
                 raise ValueError(f"{train_file}: no such file; without training data pass --labels")
             self.labels = sorted({example.label for example in self.get_train_examples(self.data_dir)})
         return self.labels
@@ -548,7 +548,7 @@ def write_test_results(probabilities, output_file):
     original prints NumPy float32s)."""
     import numpy as np
 
-    with atomic_output(output_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
         for row in probabilities:
             writer.write("\t".join(str(np.float32(p)) for p in row) + "\n")
 

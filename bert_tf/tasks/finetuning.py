@@ -98,7 +98,7 @@ class FinetuningOptions(TrainingOptions):
         for flag in ("vocab_file", "bert_config_file"):
             if not getattr(self, flag):
                 raise ValueError(f"--{flag} is required")
-            if not os.path.isfile(getattr(self, flag)):
+            if not files.isfile(getattr(self, flag)):
                 raise ValueError(f"--{flag}: {getattr(self, flag)}: no such file")
         if self.num_train_epochs <= 0:
             raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")

@@ -53,7 +53,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, isfile, open_file
 from bert_tf.modeling import BertModel
 from bert_tf.modeling.heads import ClsOutput
 from bert_tf.modeling.losses import negative_log_likelihood
@@ -156,7 +156,7 @@ def _load_squad_json(input_file):
       ValueError: The file cannot be read or is not SQuAD JSON; the message names it.
     """
     try:
-        with open(input_file, encoding="utf-8") as reader:
+        with open_file(input_file) as reader:
             data = json.load(reader)["data"]
     except OSError as e:
         raise ValueError(f"{input_file}: cannot read the SQuAD file ({e.strerror})") from None
@@ -671,7 +671,7 @@ def write_predictions(
         outputs.append(output_null_log_odds_file)
     for path, values in zip(outputs, results, strict=False):
         logger.info("Writing %s", path)
-        with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+        with atomic_output(path) as tmp, open_file(tmp, "w") as writer:
             writer.write(json.dumps(values, indent=4) + "\n")
     return results
 
@@ -841,7 +841,7 @@ def run_squad(options):
         random.Random(12345).shuffle(train_examples)
     if options.do_eval:
         read_dataset(options.predict_file, version_2)
-        if not options.do_predict and not os.path.isfile(prediction_file):
+        if not options.do_predict and not isfile(prediction_file):
             raise ValueError(f"--do_eval: {prediction_file} does not exist (run --do_predict first)")
     if options.do_predict:
         eval_examples = read_squad_examples(options.predict_file, False, version_2)

@@ -25,6 +25,8 @@ import logging
 import re
 import string
 
+from bert_tf.files import open_file
+
 logger = logging.getLogger(__name__)
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -265,7 +267,7 @@ def read_dataset(data_file, version_2_with_negative=False):
 
 def _read_json(path, what):
     try:
-        with open(path, encoding="utf-8") as reader:
+        with open_file(path) as reader:
             return json.load(reader)
     except OSError as e:
         raise ValueError(f"{path}: cannot read the {what} ({e.strerror})") from None

@@ -25,13 +25,14 @@
 import collections
 import dataclasses
 import functools
+import io
 import logging
 import os
 
 import keras
 from keras import ops
 
-from bert_tf.files import atomic_output
+from bert_tf.files import atomic_output, isfile, open_file
 from bert_tf.modeling import BertModel
 from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import ClsOutput
@@ -81,7 +82,7 @@ def read_conll(input_file, set_type, require_tags=True):
         first word line, or (with `require_tags`) a line has no tag column; the message names
         the file and line.
     """
-    if not os.path.isfile(input_file):
+    if not isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
     examples, words, tags = [], [], []
     num_columns = first_line = start = None
@@ -100,27 +101,27 @@ def read_conll(input_file, set_type, require_tags=True):
         words.clear()
         tags.clear()
 
-    with open(input_file, encoding="utf-8", errors="ignore") as reader:
-        for line_number, line in enumerate(reader, start=1):
-            columns = line.split()
-            if not columns or columns[0] == DOCSTART:
-                end_sentence()
-                continue
-            if num_columns is None:
-                num_columns, first_line = len(columns), line_number
-                if require_tags and num_columns < 2:
-                    raise ValueError(
-                        f"{input_file}:{line_number}: a token and a tag expected, found 1 column"
-                    )
-            if len(columns) != num_columns:
-                raise ValueError(
-                    f"{input_file}:{line_number}: {len(columns)} columns, expected {num_columns} "
-                    f"(as line {first_line})"
-                )
-            if not words:
-                start = line_number
-            words.append(columns[0])
-            tags.append(columns[-1])
+    with open_file(input_file, "rb") as reader:
+        text = reader.read().decode("utf-8", "ignore")
+    # Lines as Python's text mode splits them ("\n", "\r\n" or "\r"), also from gs:// files.
+    for line_number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        columns = line.split()
+        if not columns or columns[0] == DOCSTART:
+            end_sentence()
+            continue
+        if num_columns is None:
+            num_columns, first_line = len(columns), line_number
+            if require_tags and num_columns < 2:
+                raise ValueError(f"{input_file}:{line_number}: a token and a tag expected, found 1 column")
+        if len(columns) != num_columns:
+            raise ValueError(
+                f"{input_file}:{line_number}: {len(columns)} columns, expected {num_columns} "
+                f"(as line {first_line})"
+            )
+        if not words:
+            start = line_number
+        words.append(columns[0])
+        tags.append(columns[-1])
     end_sentence()
     return examples
 
@@ -464,7 +465,7 @@ def word_predictions(examples, features, predictions, label_list):
 
 def write_conll(examples, predicted, output_file):
     """Writes `token gold predicted` (or `token predicted`) lines, a blank line after each sentence."""
-    with atomic_output(output_file) as tmp, open(tmp, "w", encoding="utf-8") as writer:
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
         for example, labels in zip(examples, predicted, strict=True):
             gold = example.tags if example.tags is not None else [None] * len(labels)
             for word, gold_label, label in zip(example.words, gold, labels, strict=True):
