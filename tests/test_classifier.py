@@ -237,6 +237,17 @@ def _options(tmp_path, data_dir, **changes):
     )
 
 
+def test_the_flag_checks_come_in_the_originals_order(tmp_path):
+    """Case, then the --do_* flags, then the task, as the original's main: each alone was
+    already an error, but with two of them the first message named the later one."""
+    cased = str(tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt")
+    with pytest.raises(ValueError, match=r"^--do_lower_case=True does not match"):
+        run_classifier(_options(tmp_path, DEMO, init_checkpoint=cased, do_train=False, task_name="nope"))
+    with pytest.raises(ValueError, match=r"^at least one of --do_train"):
+        run_classifier(_options(tmp_path, DEMO, do_train=False, task_name="nope"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_unknown_label_names_its_file_and_line_before_anything_is_written(tmp_path, fixtures_dir):
     header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
     rows = [["1", "1", "2", "a", "b"], ["0", "3", "4", "c", "d"], ["1", "5", "6", "e", "f"]]

@@ -567,6 +567,7 @@ def run_classifier(options):
     Raises:
       ValueError: Bad flags or input, naming the flag, file or line.
     """
+    runner = FinetuningRunner(options)  # the original's checks first, in its order
     processor = get_processor(
         options.task_name,
         options.data_dir,
@@ -577,7 +578,6 @@ def run_classifier(options):
     )
     if not options.data_dir:
         raise ValueError("--data_dir is required")
-    runner = FinetuningRunner(options)
     label_list = processor.get_labels()
     spec = name_to_features(options.max_seq_length)
     out = options.output_dir

@@ -231,9 +231,10 @@ class FinetuningRunner:
         from bert_tf.export.bert import check_vocab_and_length
         from bert_tf.text import tokenization
 
+        # In the original's order: the case, the --do_* flags, then the lengths.
+        tokenization.validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         options.validate()
         self.options = options
-        tokenization.validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         self.config = BertConfig.from_json_file(options.bert_config_file)
         try:
             check_vocab_and_length(self.config, options.vocab_file, options.max_seq_length)
