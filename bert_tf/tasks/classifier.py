@@ -136,6 +136,26 @@ class DataProcessor:
         raise NotImplementedError()
 
 
+class GlueProcessor(DataProcessor):
+    """A GLUE task: its sets are `train_file`, `dev_file` and `test_file` in `data_dir`, each read
+    by the task's `_create_examples(path, set_type)`."""
+
+    dev_file, dev_set, test_file = "dev.tsv", "dev", "test.tsv"
+
+    def get_train_examples(self, data_dir):
+        return self._create_examples(self.train_file(data_dir), "train")
+
+    def get_dev_examples(self, data_dir):
+        return self._create_examples(os.path.join(data_dir, self.dev_file), self.dev_set)
+
+    def get_test_examples(self, data_dir):
+        return self._create_examples(os.path.join(data_dir, self.test_file), "test")
+
+    @staticmethod
+    def _create_examples(path, set_type):
+        raise NotImplementedError()
+
+
 class XnliProcessor(DataProcessor):
     """XNLI: trained on the machine-translated MultiNLI of `language`, evaluated on that language's
     rows of `xnli.dev.tsv`; the original has no test set for it."""
@@ -167,18 +187,11 @@ class XnliProcessor(DataProcessor):
         return ["contradiction", "entailment", "neutral"]
 
 
-class MnliProcessor(DataProcessor):
+class MnliProcessor(GlueProcessor):
     """MultiNLI (GLUE): `train.tsv`, `dev_matched.tsv`, `test_matched.tsv`; sentences in columns
     8 and 9, the label last (the test set has none); guids from the first column."""
 
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self.train_file(data_dir), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "dev_matched.tsv"), "dev_matched")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "test_matched.tsv"), "test")
+    dev_file, dev_set, test_file = "dev_matched.tsv", "dev_matched", "test_matched.tsv"
 
     def get_labels(self):
         return ["contradiction", "entailment", "neutral"]
@@ -199,18 +212,9 @@ class MnliProcessor(DataProcessor):
         ]
 
 
-class MrpcProcessor(DataProcessor):
+class MrpcProcessor(GlueProcessor):
     """MRPC (GLUE): `train.tsv`, `dev.tsv`, `test.tsv`; the label in column 0, the sentences in
     columns 3 and 4."""
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self.train_file(data_dir), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "dev.tsv"), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "test.tsv"), "test")
 
     def get_labels(self):
         return ["0", "1"]
@@ -226,18 +230,9 @@ class MrpcProcessor(DataProcessor):
         ]
 
 
-class ColaProcessor(DataProcessor):
+class ColaProcessor(GlueProcessor):
     """CoLA (GLUE): single sentences. `train.tsv` and `dev.tsv` have no header and four columns
     (label in 1, sentence in 3); `test.tsv` has a header and the sentence in column 1."""
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self.train_file(data_dir), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "dev.tsv"), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(os.path.join(data_dir, "test.tsv"), "test")
 
     def get_labels(self):
         return ["0", "1"]
