@@ -93,6 +93,29 @@ class JobError(Exception):
     """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
 
 
+# TensorFlow's errors of a file or a network (a gs:// path without a network or credentials, a
+# file gone): the user's to act on, like Python's OSError. Other TensorFlow errors keep their
+# traceback.
+_TENSORFLOW_IO_ERRORS = tuple(
+    getattr(tensorflow.errors, name)
+    for name in (
+        "NotFoundError",
+        "PermissionDeniedError",
+        "UnauthenticatedError",
+        "FailedPreconditionError",
+        "UnavailableError",
+        "DeadlineExceededError",
+        "DataLossError",
+    )
+)
+
+
+def _one_line(error):
+    """The message of an OSError or a TensorFlow I/O error, its lines joined."""
+    message = error.message if isinstance(error, tensorflow.errors.OpError) else str(error)
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
 def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
@@ -102,10 +125,11 @@ def run(main, flags_parser=app.parse_flags_with_usage):
 
     TensorFlow is imported with this module (quietly, see the module doc). A `ValueError`
     (bert_tf's error for bad input: its message names the file, flag or variable) is printed as
-    `error: <message>` on stderr with exit status 2, without a traceback; a `JobError`
-    likewise, with exit status 1. SIGTERM exits with status 143 through the tool's cleanup
-    (`finally` blocks and context managers run: temporary files are deleted), where Python's
-    default would end the process on the spot.
+    `error: <message>` on stderr with exit status 2, without a traceback; a `JobError`, an
+    `OSError` (a file, a network) and TensorFlow's errors of files and networks (`gs://` without
+    a network, a missing object) likewise, with exit status 1. SIGTERM exits with status 143
+    through the tool's cleanup (`finally` blocks and context managers run: temporary files are
+    deleted), where Python's default would end the process on the spot.
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
@@ -122,6 +146,9 @@ def run(main, flags_parser=app.parse_flags_with_usage):
             status = 2
         except JobError as e:
             print(f"error: {e}", file=sys.stderr)
+            status = 1
+        except (OSError, *_TENSORFLOW_IO_ERRORS) as e:
+            print(f"error: {_one_line(e)}", file=sys.stderr)
             status = 1
         sys.exit(status or 0)
 

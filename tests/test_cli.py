@@ -99,6 +99,45 @@ def test_a_bad_flag_is_one_line_naming_it(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+FAILING_TOOL = """
+import sys
+from bert_tf import cli  # first: it quiets TensorFlow's start-up
+import tensorflow as tf
+
+def main(argv):
+    if argv[1] == "gcs":
+        raise tf.errors.FailedPreconditionError(
+            None, None, "Error executing an HTTP request: Could not resolve host\\n\\t when reading gs://b/x"
+        )
+    if argv[1] == "os":
+        raise PermissionError(13, "Permission denied", "/data/out.txt")
+    raise tf.errors.InvalidArgumentError(None, None, "a bug")
+
+cli.run(main)
+"""
+
+
+@pytest.mark.parametrize(
+    "kind, line",
+    [
+        ("gcs", "error: Error executing an HTTP request: Could not resolve host when reading gs://b/x"),
+        ("os", "error: [Errno 13] Permission denied: '/data/out.txt'"),
+    ],
+)
+def test_file_and_network_errors_are_one_line(kind, line):
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_TOOL, kind], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stderr) == (1, line + "\n")
+
+
+def test_other_tensorflow_errors_keep_their_traceback():
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_TOOL, "bug"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1 and "Traceback" in result.stderr and "InvalidArgumentError" in result.stderr
+
+
 SLOW_WRITER = """
 import sys, time
 from bert_tf import cli, files

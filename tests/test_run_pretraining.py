@@ -388,6 +388,7 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
         ),
         (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
         (dict(do_train=False), r"at least one of --do_train or --do_eval"),
+        (dict(strategy="multi_worker_mirrored"), r"--strategy=multi_worker_mirrored needs the TF_CONFIG"),
         (dict(keep_checkpoint_max=-1), r"--keep_checkpoint_max must be 0 \(keep all\) or more, got -1"),
         (
             dict(jit_compile=True, gradient_accumulation_steps=2),

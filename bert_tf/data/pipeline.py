@@ -339,6 +339,8 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
     """
     start = time.monotonic()
     shards = plan_scale_mode(input_files, output_file, options, shard_size_mb)
+    # A worker spawns a Python that imports the tokenizer (about a second): none without a shard.
+    num_workers = max(1, min(num_workers, len(shards)))
     logger.info("Cut the input into %d shards for %d workers", len(shards), num_workers)
     summary = Summary()
     progress = Progress("create_pretraining_data", rate_of="instances")

@@ -13,6 +13,7 @@ among its local replicas (`bert_tf.training.step.local_replica_batches`).
 
 import dataclasses
 import logging
+import os
 
 import tensorflow as tf
 
@@ -97,24 +98,37 @@ def create_distribution(
       A `Distribution`.
 
     Raises:
-      ValueError: An unknown strategy, or `tpu` without `--tpu_name`/`--master`.
+      ValueError: An unknown strategy, `multi_worker_mirrored` without `TF_CONFIG`, or `tpu`
+        without `--tpu_name`/`--master` or with a TPU that cannot be reached.
     """
     if name == "default":
         return Distribution(tf.distribute.get_strategy())
     if name == "mirrored":
         return Distribution(tf.distribute.MirroredStrategy())
     if name == "multi_worker_mirrored":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable, which "
+                "names the workers and this one's index on each machine "
+                '(\'{"cluster": {"worker": ["host1:port", ...]}, "task": {"type": "worker", "index": 0}}\'); '
+                "for the GPUs of one machine use --strategy=mirrored"
+            )
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         num_workers, worker_index = _multi_worker_position(strategy.cluster_resolver)
         return Distribution(strategy, num_workers, worker_index)
     if name == "tpu":
         if not (tpu_name or master):
             raise ValueError("--strategy=tpu (or --use_tpu) needs --tpu_name or --master")
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-            tpu=tpu_name or master, zone=tpu_zone, project=gcp_project
-        )
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=tpu_name or master, zone=tpu_zone, project=gcp_project
+            )
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (OSError, ValueError, tf.errors.OpError) as e:  # OSError: urllib's, without a network
+            flag = f"--tpu_name={tpu_name}" if tpu_name else f"--master={master}"
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ValueError(f"{flag}: cannot reach the TPU ({reason})") from None
         # One client drives every core; it is the only input pipeline.
         strategy = tf.distribute.TPUStrategy(resolver)
         if num_tpu_cores is not None and strategy.num_replicas_in_sync != num_tpu_cores:
