@@ -18,6 +18,7 @@ WordPiece tokens they fed the model, for outputs given per token.
 """
 
 import dataclasses
+import logging
 
 import keras
 import tensorflow as tf
@@ -25,6 +26,8 @@ import tensorflow as tf
 from bert_tf import onednn
 from bert_tf.export.versioning import versioned_directory
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
+
+logger = logging.getLogger(__name__)
 
 ID_INPUTS = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving_default"
@@ -61,6 +64,15 @@ class ServedModel:
         clash = sorted(set(self.extra_inputs) & set(ID_INPUTS))
         if clash:
             raise ValueError(f"extra_inputs may not redefine the id inputs {clash}")
+
+    def build(self):
+        """Calls the model once, eagerly, on a batch of one token: a Keras model that makes its
+        variables on its first call (a subclassed one, never called yet) makes them here, where
+        they can be tracked and saved, and not inside a signature's trace."""
+        inputs = {name: tf.zeros([1, 1], tf.int32) for name in ID_INPUTS}
+        for name, spec in self.extra_inputs.items():
+            inputs[name] = tf.zeros([1 if n is None else n for n in spec.shape], spec.dtype)
+        self(inputs)
 
     def __call__(self, inputs):
         """The model's outputs on `inputs`, as a dict keyed by `output_names`."""
@@ -199,6 +211,8 @@ class ExportModule(tf.Module):
         # The variables the signatures capture, tracked so they are saved. The models are not
         # tracked themselves: TensorFlow would also save every function a Keras model offers
         # (and trace its default serving function with float inputs).
+        for s in (served, *extra_signatures.values()):
+            s.build()
         variables = [v for s in (served, *extra_signatures.values()) for v in s.model.variables]
         variables = {id(v): v for v in (v.value if isinstance(v, keras.Variable) else v for v in variables)}
         self.model_variables = list(variables.values())
@@ -325,6 +339,12 @@ def export_saved_model(
         left under `export_dir` then.
     """
     served = ServedModel(model, output_names)
+    if config is None:
+        logger.warning(
+            "export_saved_model without config: the id signatures accept ids outside the "
+            "embedding tables (a lookup past a table fails only on a CPU; a negative id reads "
+            "the table's last rows)"
+        )
     with versioned_directory(export_dir, version, overwrite) as (tmp, final):
         module = ExportModule(
             served,
