@@ -415,6 +415,11 @@ def test_the_records_are_checked_in_the_first_file_that_holds_one(fixtures_dir, 
         check_records([empty], 128, 20)
     with pytest.raises(ValueError, match=r"^--input_file: none of its 2 files holds a record"):
         check_records([empty, empty], 128, 20)
+    text = tmp_path / "text.tfrecord"
+    text.write_text("words, not records\n")
+    message = f"{text}: cannot read TFRecords (corrupted record at 0 (Is this even a TFRecord file?))"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_records([data, str(text)], 128, 20)
 
 
 def _shortened_copy(source, target, length):

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 
 from keras import ops
 
@@ -130,7 +131,7 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_si
             try:
                 next(iter(tf.data.TFRecordDataset(path).take(1)), None)
             except tf.errors.OpError as e:
-                raise ValueError(f"{path}: cannot read TFRecords ({e.message.splitlines()[0]})") from None
+                raise ValueError(f"{path}: cannot read TFRecords ({_op_reason(e)})") from None
         raise
     if found:
         return
@@ -139,6 +140,12 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_si
     raise ValueError(
         f"--input_file: none of its {len(input_files)} files holds a record ({input_files[0]}, ...)"
     )
+
+
+def _op_reason(error):
+    """A TensorFlow error's first line without the op's decorations (`{{function_node ...}}`,
+    `[Op:IteratorGetNext]`): "corrupted record at 0 (Is this even a TFRecord file?)"."""
+    return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:.*$", "", error.message.splitlines()[0])
 
 
 def _check_record(path, record, max_seq_length, max_predictions_per_seq, vocab_size):
@@ -177,13 +184,13 @@ def naming_unreadable_input(input_files):
     try:
         yield
     except tf.errors.DataLossError as error:
-        reason = error.message.splitlines()[0]
+        reason = _op_reason(error)
         logger.info("A record cannot be read (%s); looking for the file", reason)
         for path in input_files:
             try:
                 tf.data.TFRecordDataset(path).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
             except tf.errors.DataLossError as e:
-                reason = e.message.splitlines()[0]
+                reason = _op_reason(e)
                 raise ValueError(
                     f"{path}: corrupt TFRecord file ({reason}); checkpoints so far are kept"
                 ) from None
