@@ -4,6 +4,8 @@ import json
 import os
 import random
 import re
+import subprocess
+import sys
 import unicodedata
 
 import numpy as np
@@ -124,13 +126,36 @@ def test_arbitrary_unicode(fixtures_dir, tokenizers, texts):
     assert graph.tokenize(tf.constant(texts)).to_list() == [python_ids(python, t) for t in texts]
 
 
+_LOCALE_SCRIPT = """
+import os, sys
+os.environ["LC_ALL"] = sys.argv[1]  # before ICU starts
+import tensorflow as tf
+from bert_tf.text.graph_tokenizer import GraphTokenizer
+from bert_tf.text.tokenization import FullTokenizer
+texts = ["I\u00f1igo", "I\u015eIK", "Ib\u00e1\u00f1ez", "\u0130stanbul", "I\u0307\u00e9"]
+python, graph = FullTokenizer(sys.argv[2], True), GraphTokenizer(sys.argv[2], True)
+got = graph.tokenize(tf.constant(texts)).to_list()
+print([ids == python.convert_tokens_to_ids(python.tokenize(t)) for t, ids in zip(texts, got)])
+"""
+
+
+@pytest.mark.parametrize("locale", ["tr_TR.UTF-8", "lt_LT.UTF-8"])
+def test_lower_casing_does_not_follow_the_locale(fixtures_dir, locale):
+    """ICU lower-cases by the process's locale; `str.lower()` does not. Under tr_TR, "I" in a
+    chunk with a non-ASCII character became a dotless "\u0131"."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LOCALE_SCRIPT, locale, VOCAB], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip().splitlines()[-1] == str([True] * 5), result.stderr[-2000:]
+
+
 def test_packing_matches_python(fixtures_dir):
     python = FullTokenizer(VOCAB, True)
     rng = random.Random(3)
     words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dogs", ",", "unaffable", "東京", "!"]
     a = [" ".join(rng.choices(words, k=rng.randint(0, 30))) for _ in range(64)]
     b = [" ".join(rng.choices(words, k=rng.randint(0, 30))) if i % 3 else "" for i in range(64)]
-    for max_seq_length in (8, 16, 33):
+    for max_seq_length in (3, 4, 8, 16, 33):  # at 3 and 4 a truncated b can vanish
         got = GraphTokenizer(VOCAB, True).pack(tf.constant(a), tf.constant(b), max_seq_length)
         for i in range(64):
             want = pack_inputs(python.tokenize(a[i]), python.tokenize(b[i]), max_seq_length, python)

@@ -122,7 +122,11 @@ class GraphTokenizer(tf.Module):
         chunks = tf.strings.regex_replace(chunks, _DROPPED, "")
         chunks = tf.strings.regex_replace(chunks, f"({_CJK_CLASS})", r" \1 ")
         if self.do_lower_case:
-            chunks = tf.strings.lower(chunks, encoding="utf-8")
+            # ICU lower-cases by the process's locale (LC_ALL, LANG): under tr_TR or az_AZ "I"
+            # becomes a dotless "ı". Python's `str.lower()` takes no locale; so A-Z are
+            # lower-cased first, byte by byte, and what ICU does to the rest differs by locale
+            # only in dots above an "i", which NFD and the Mn removal below take away.
+            chunks = tf.strings.lower(tf.strings.lower(chunks), encoding="utf-8")
             chunks = tf_text.normalize_utf8(chunks, "NFD")
             chunks = tf.strings.regex_replace(chunks, r"\p{Mn}", "")
         chunks = tf.strings.regex_replace(chunks, f"({_PUNCTUATION_CLASS})", r" \1 ")
@@ -232,13 +236,15 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
 
     batch = tf.shape(len_a, out_type=tf.int64)[0]
     ones = tf.ones([batch], tf.int64)
+    # A pair whose `b` truncation left empty is a single sequence, as the original's `if tokens_b`
+    # after `_truncate_seq_pair` (at max_seq_length 3 or 4); SQuAD's packing always closes its window.
+    b_sep = tf.cast(new_b > 0 if max_a is None else has_b, tf.int64)
 
     def constant_rows(value, lengths):
         return tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.reduce_sum(lengths)], tf.constant(value, tf.int32)), lengths
         )
 
-    b_sep = tf.cast(has_b, tf.int64)
     input_ids = tf.concat(
         [
             constant_rows(cls_id, ones),
