@@ -80,6 +80,10 @@ def test_bytes_that_are_not_utf8_are_dropped(fixtures_dir, tokenizers):
         b"ok",
         b"\xf0\x9f\x98 \xf0\x9f\x98\x80x",
         b"\xed\xa0\x80 surrogate \xc0\xaf overlong",
+        # A control byte inside a broken sequence: dropped after decoding, it joins nothing.
+        b"caf\xc3\x00\xa9",
+        b"x\xe4\x01\xb8\x80y",
+        b"\xc3\x1b\xa9t\xc3\x7f\xa9 ok\x0b\xc3\xa9",
     ]
     got = graph.tokenize(tf.constant(rows)).to_list()
     assert got == [

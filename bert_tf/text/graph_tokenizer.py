@@ -113,7 +113,7 @@ class GraphTokenizer(tf.Module):
         )
 
     def _words(self, chunks):
-        """Steps 1-5 on a 1-D tensor of chunks -> ragged [chunks, (words)].
+        """Steps 1-5 on a 1-D tensor of chunks (from `_chunks`) -> ragged [chunks, (words)].
 
         Bytes that are not UTF-8 are dropped first, as the original's `decode("utf-8", "ignore")`.
         """
@@ -133,8 +133,20 @@ class GraphTokenizer(tf.Module):
         return tf.strings.split(chunks)
 
     def _chunks(self, text):
-        """A [batch] string tensor -> ragged [batch, (chunks)], cut at ASCII whitespace."""
-        return tf.strings.split(tf.strings.regex_replace(text, _DROPPED_ASCII, ""))
+        """A [batch] string tensor -> ragged [batch, (chunks)], cut at ASCII whitespace.
+
+        The ASCII control characters are dropped first (vertical tab and form feed would cut
+        chunks). In the rows that hold one (few), bytes that are not UTF-8 are dropped before
+        them, as the original decodes (`decode("utf-8", "ignore")`) before its cleaning: a
+        control byte dropped first could join the bytes around it into a character
+        (`caf\\xc3\\x00\\xa9` would read `café`). `_words` drops them from the other rows.
+        """
+        cleaned = tf.strings.regex_replace(text, _DROPPED_ASCII, "")
+        rows = tf.where(tf.strings.length(cleaned) < tf.strings.length(text))
+        decoded = tf.strings.unicode_transcode(tf.gather_nd(text, rows), "UTF-8", "UTF-8", errors="ignore")
+        decoded = tf.strings.regex_replace(decoded, _DROPPED_ASCII, "")
+        cleaned = tf.tensor_scatter_nd_update(cleaned, rows, decoded)
+        return tf.strings.split(cleaned)
 
     def basic_tokenize(self, text):
         """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
