@@ -209,3 +209,28 @@ def test_a_vocab_without_a_special_token_is_a_clear_error(tmp_path, token):
     path.write_text("".join(f"{t}\n" for t in tokens if t != token), encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape(f"{path}: the vocab has no {token} token")):
         GraphTokenizer(str(path))
+
+
+def test_vocab_tokens_no_word_can_match_are_accepted(tmp_path):
+    """Lines with control characters built no FastWordpiece ("zero-length key", "Duplicated key");
+    the original reads them and never matches them."""
+    tokens = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "hello",
+        "##s",
+        "/",
+        ".",
+        "\x00",
+        "a\x00b",
+        "\x11",
+        "\x11/",
+        "\x07.x",
+    ]
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
+    python, graph = FullTokenizer(str(path), True), GraphTokenizer(str(path), True)
+    texts = ["hellos / hello.", "a\x00b \x11/ hello\x07.x"]
+    assert graph.tokenize(tf.constant(texts)).to_list() == [python_ids(python, t) for t in texts]

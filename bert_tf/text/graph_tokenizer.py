@@ -27,7 +27,7 @@ lower-casing, then FastWordpiece's own punctuation splitting (for ASCII the orig
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.tokenization import _CJK_RANGES, load_vocab
+from bert_tf.text.tokenization import _CJK_RANGES, _is_control, _is_whitespace, load_vocab
 
 _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
 _PUNCTUATION_CLASS = r"[\p{P}!-/:-@\[-`{-~]"
@@ -46,14 +46,21 @@ _DROPPED_ASCII = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
 def _wordpiece_vocab(vocab):
     """The vocab as a list indexed by id, as FastWordpiece wants it.
 
-    Ids no token maps to (a duplicated line keeps only its later id, as the original) and empty
-    lines get unmatchable placeholders, so every id means what it means in `FullTokenizer`.
+    Ids no token maps to (a duplicated line keeps only its later id, as the original), empty
+    lines, and tokens no word can match (holding a character the basic tokenization drops or
+    splits at, which FastWordpiece's builder may also fail on) get unmatchable placeholders, so
+    every id means what it means in `FullTokenizer`.
     """
     tokens = [f"[bert_tf unused id {i}]" for i in range(max(vocab.values()) + 1)]
     for token, index in vocab.items():
-        if token:
+        if token and not any(_never_in_a_word(char) for char in token):
             tokens[index] = token
     return tokens
+
+
+def _never_in_a_word(char):
+    """Whether basic tokenization drops `char` or splits words at it."""
+    return char in "\x00\ufffd" or _is_control(char) or _is_whitespace(char)
 
 
 class GraphTokenizer(tf.Module):
