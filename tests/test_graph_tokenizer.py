@@ -234,3 +234,18 @@ def test_vocab_tokens_no_word_can_match_are_accepted(tmp_path):
     python, graph = FullTokenizer(str(path), True), GraphTokenizer(str(path), True)
     texts = ["hellos / hello.", "a\x00b \x11/ hello\x07.x"]
     assert graph.tokenize(tf.constant(texts)).to_list() == [python_ids(python, t) for t in texts]
+
+
+def test_capitals_newer_than_icus_case_tables_are_lower_cased(tmp_path):
+    """TensorFlow's ICU leaves the capitals Unicode 14 added as they are (U+2C2F, U+A7C0,
+    Vithkuqi...), which Python lower-cases: the graph maps them itself."""
+    capitals = ["\u2c2f", "\ua7c0", "\ua7d0", "\ua7d6", "\ua7d8", "\U00010570", "\U00010595"]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "x", "##x"] + [c.lower() for c in capitals]
+    tokens += ["##" + c.lower() for c in capitals]
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
+    python, graph = FullTokenizer(str(path), True), GraphTokenizer(str(path), True)
+    texts = ["".join(capitals), " ".join(capitals), "x\u2c2fx \U00010570\u00e9 plain", "\u2c2f" * 3]
+    want = [python_ids(python, t) for t in texts]
+    assert graph.tokenize(tf.constant(texts)).to_list() == want
+    assert want[1] == list(range(6, 6 + len(capitals)))  # each capital read as its lower-case token

@@ -24,6 +24,8 @@ lower-casing, then FastWordpiece's own punctuation splitting (for ASCII the orig
 `max_bytes_per_word=200` its word limit is the original's too, as a byte is a character there).
 """
 
+import functools
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -58,6 +60,30 @@ def _wordpiece_vocab(vocab):
     return tokens
 
 
+@functools.cache
+def _icu_lower_case_gaps():
+    """The capitals `tf.strings.lower` leaves as they are where Python's `str.lower()` maps them
+    to one lower-case character, as sorted code points `(capitals, lower)`, or None.
+
+    TensorFlow's ICU has older case tables than Python's Unicode database: with Python 3.11 and
+    TensorFlow 2.21, the 40 capitals Unicode 14 added (U+2C2F, U+A7C0, U+A7D0, U+A7D6, U+A7D8,
+    Vithkuqi U+10570-U+10595). Found by lower-casing every such character both ways (0.1 s, once
+    per process), so another pair of versions gets its own list.
+    """
+    capitals = [
+        c
+        for c in range(0x80, 0x110000)
+        if not 0xD800 <= c <= 0xDFFF and len(chr(c).lower()) == 1 and chr(c).lower() != chr(c)
+    ]
+    icu = tf.strings.lower(tf.constant([chr(c) for c in capitals]), encoding="utf-8").numpy()
+    gaps = [
+        (c, ord(chr(c).lower()))
+        for c, lower in zip(capitals, icu, strict=True)
+        if lower.decode() != chr(c).lower()
+    ]
+    return tuple(zip(*gaps, strict=True)) if gaps else None
+
+
 def _never_in_a_word(char):
     """Whether basic tokenization drops `char` or splits words at it."""
     return char in "\x00\ufffd" or _is_control(char) or _is_whitespace(char)
@@ -90,6 +116,7 @@ class GraphTokenizer(tf.Module):
         self.vocab_size = max(vocab.values()) + 1
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
+        self._lower_case_gaps = _icu_lower_case_gaps() if do_lower_case else None
         wordpiece_vocab = _wordpiece_vocab(vocab)
         self._tokens = tf.constant(wordpiece_vocab)
 
@@ -133,11 +160,26 @@ class GraphTokenizer(tf.Module):
             # becomes a dotless "ı". Python's `str.lower()` takes no locale; so A-Z are
             # lower-cased first, byte by byte, and what ICU does to the rest differs by locale
             # only in dots above an "i", which NFD and the Mn removal below take away.
-            chunks = tf.strings.lower(tf.strings.lower(chunks), encoding="utf-8")
+            chunks = self._lower_what_icu_leaves(tf.strings.lower(tf.strings.lower(chunks), encoding="utf-8"))
             chunks = tf_text.normalize_utf8(chunks, "NFD")
             chunks = tf.strings.regex_replace(chunks, r"\p{Mn}", "")
         chunks = tf.strings.regex_replace(chunks, f"({_PUNCTUATION_CLASS})", r" \1 ")
         return tf.strings.split(chunks)
+
+    def _lower_what_icu_leaves(self, chunks):
+        """Maps the capitals that ICU's case tables leave as they are to Python's lower case
+        (`_icu_lower_case_gaps`), in the chunks that hold one."""
+        if self._lower_case_gaps is None:
+            return chunks
+        capital_class = "[" + "".join(f"\\x{{{c:X}}}" for c in self._lower_case_gaps[0]) + "]"
+        capitals, lower = (tf.constant(points, tf.int32) for points in self._lower_case_gaps)
+        rows = tf.where(tf.strings.regex_full_match(chunks, f"(?s).*{capital_class}.*"))
+        chars = tf.strings.unicode_decode(tf.gather_nd(chunks, rows), "UTF-8")
+        flat = chars.flat_values
+        index = tf.minimum(tf.searchsorted(capitals, flat), tf.size(capitals) - 1)
+        flat = tf.where(tf.gather(capitals, index) == flat, tf.gather(lower, index), flat)
+        fixed = tf.strings.unicode_encode(chars.with_flat_values(flat), "UTF-8")
+        return tf.tensor_scatter_nd_update(chunks, rows, fixed)
 
     def _chunks(self, text):
         """A [batch] string tensor -> ragged [batch, (chunks)], cut at ASCII whitespace.
