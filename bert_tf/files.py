@@ -285,7 +285,10 @@ def expand_input_patterns(patterns, name="--input_file", sort=True):
     """The files matched by glob patterns, pattern by pattern, as the original's loop over
     `tf.gfile.Glob`. A path that names a file is that file, glob characters and all (so a list
     this function returned expands to itself). Unlike the original, spaces around a pattern are
-    ignored and a pattern that matches nothing is an error.
+    ignored, a pattern that matches nothing is an error, and a glob's matches leave out the
+    temporaries of outputs being written or abandoned by a killed run (`<name>.tmp-<pid>`, see
+    `is_temporary`), with a warning: `train.tfrecord-*` would otherwise read a half-written
+    shard.
 
     Args:
       patterns: A comma-separated string of glob patterns, or a list of them.
@@ -308,6 +311,10 @@ def expand_input_patterns(patterns, name="--input_file", sort=True):
             matches = [pattern]
         else:
             matches = [path for path in glob(pattern, sort) if not isdir(path)]
+            if _GLOB_CHARACTERS.search(pattern):  # a file named outright is read, whatever its name
+                for path in filter(is_temporary, matches):
+                    logger.warning("%s: leaving out %s, a temporary of an unfinished write", name, path)
+                matches = [path for path in matches if not is_temporary(path)]
         if not matches:
             raise ValueError(f"{name}: {pattern!r} matches no file")
         files.extend(matches)

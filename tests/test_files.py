@@ -60,6 +60,18 @@ def test_input_patterns_expand_in_the_order_given_and_a_file_name_is_itself(tmp_
         expand_input_patterns(path("y*.txt"), name="input_patterns")
 
 
+def test_input_patterns_leave_out_temporaries(tmp_path, caplog):
+    """A glob of a prefix must not read a shard still being written, or a killed run's."""
+    names = ["train-00000-of-00002", "train-00001-of-00002", "train-00001-of-00003.tmp-77", "x.tmp-7.tmp-7"]
+    for name in names:
+        (tmp_path / name).write_text("x\n")
+    assert expand_input_patterns(str(tmp_path / "train-*")) == [str(tmp_path / n) for n in names[:2]]
+    assert "leaving out" in caplog.text and "train-00001-of-00003.tmp-77" in caplog.text
+    assert expand_input_patterns(str(tmp_path / "x.tmp-7.tmp-7")) == [str(tmp_path / "x.tmp-7.tmp-7")]
+    with pytest.raises(ValueError, match="matches no file"):
+        expand_input_patterns(str(tmp_path / "x*"))
+
+
 def test_the_temporary_name_keeps_the_suffix(tmp_path):
     path = str(tmp_path / "model.weights.h5")
     with atomic_output(path, ".weights.h5") as tmp:

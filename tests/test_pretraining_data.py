@@ -341,7 +341,11 @@ def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
         (tmp_path / name).write_text("not a shard of this run")
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()  # a killed run's temporaries name a process that has ended
-    for name in (f"train-00000-of-00009.tmp-{process.pid}", f"train-00007-of-00009.tmp-{process.pid}"):
+    for name in (
+        f"train-00000-of-00009.tmp-{process.pid}",
+        f"train-00007-of-00009.tmp-{process.pid}",
+        f"train-00003-of-00009.tmp-{process.pid}.tmp-{process.pid}",  # killed inside its RecordWriter
+    ):
         (tmp_path / name).write_text("partial")
 
     def run(shard_size_mb):
@@ -358,7 +362,7 @@ def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(second + others)
     removed = [r.getMessage() for r in caplog.records if "a shard of an earlier run" in r.getMessage()]
     assert len(removed) == len(first) and all(str(prefix) in message for message in removed)
-    assert len([r for r in caplog.records if "left by a run that was killed" in r.getMessage()]) == 2
+    assert len([r for r in caplog.records if "left by a run that was killed" in r.getMessage()]) == 3
 
 
 def test_shards_end_at_document_boundaries(tmp_path):

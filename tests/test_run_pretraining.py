@@ -243,6 +243,8 @@ def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_chec
     shutil.copytree(uninterrupted[0], output_dir)
     (output_dir / "checkpoint").unlink()
     (output_dir / "model.ckpt-50.index").write_bytes(b"")  # an index without data: not complete
+    for path in output_dir.glob("model.ckpt-40.*"):  # a save killed before its rename: not a step
+        shutil.copy(path, output_dir / path.name.replace("model.ckpt-40", "model.ckpt-40.tmp-99999"))
     for path in (output_dir / "input_state").glob("model.ckpt-40.worker-0.data-*"):
         path.write_bytes(path.read_bytes()[:100])
     result = _run(_args(workdir, output_dir, 42, save_checkpoints_steps=2))

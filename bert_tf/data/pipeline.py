@@ -15,12 +15,15 @@ On Apache Beam (`runner=...`, `beam_pipeline.py`), the same shards are made by t
 """
 
 import contextlib
+import ctypes
+import ctypes.util
 import dataclasses
 import logging
 import multiprocessing
 import os
 import random
 import re
+import signal
 import time
 
 from bert_tf import files
@@ -272,7 +275,20 @@ _WORKER = None
 
 def _init_worker(options):
     global _WORKER
+    _end_with_parent()
     _WORKER = _ShardMaker(options, exact=False)
+
+
+def _end_with_parent():
+    """Has Linux kill this worker when the tool's process dies: a kill -9 of the tool would
+    otherwise leave its workers running to the end of their shards (about 700 MB each)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != multiprocessing.parent_process().pid:  # the tool died before the call
+        os._exit(1)
 
 
 def _make_shard(args):
@@ -305,7 +321,8 @@ def remove_stale_shards(output_file, written):
     not write: those of an earlier run with another shard count, or of a shard empty this time.
     A glob of the prefix would otherwise train on them beside this run's. The temporaries of
     shards that a killed run left go too (`files.remove_abandoned`). Call it once every shard of
-    this run is in place.
+    this run is written: scale mode calls it before renaming them into place, so a run killed
+    in between leaves no earlier run's shards beside some of its own.
 
     Args:
       output_file: The prefix.
@@ -315,8 +332,9 @@ def remove_stale_shards(output_file, written):
       The shards removed.
     """
     directory, prefix = os.path.split(output_file)
-    # A shard's name, and a temporary's: `<shard>.tmp-<pid>`.
-    shard_name = re.compile(re.escape(prefix) + r"(-\d{5}-of-\d{5})(\.tmp-\d+)?")
+    # A shard's name, and a temporary's: `<shard>.tmp-<pid>`, or `<shard>.tmp-<pid>.tmp-<pid>`
+    # while its records are written (`RecordWriter`'s own temporary inside this run's).
+    shard_name = re.compile(re.escape(prefix) + r"(-\d{5}-of-\d{5})((?:\.tmp-\d+)+)?")
     kept = {os.path.basename(path) for path in written}
     names = [match for name in files.listdir(directory or ".") if (match := shard_name.fullmatch(name))]
     stale = [os.path.join(directory, m.string) for m in names if not m.group(2) and m.string not in kept]
@@ -358,11 +376,11 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
                 names[index] = name
             summary.add(shard_summary)
             progress.update(shards=len(names), documents=summary.documents, instances=summary.instances)
+        if summary.documents == 0:
+            raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+        summary.output_files = [names[i] for i in sorted(names)]
+        remove_stale_shards(output_file, summary.output_files)  # then the renames, on leaving
     progress.done()
-    if summary.documents == 0:
-        raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
-    summary.output_files = [names[i] for i in sorted(names)]
-    remove_stale_shards(output_file, summary.output_files)
     summary.seconds = time.monotonic() - start
     return summary
 

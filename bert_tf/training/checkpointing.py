@@ -32,8 +32,9 @@ _DESCRIPTION = "input_description"
 
 
 def checkpoint_step(prefix):
-    """The step in a `.../model.ckpt-<step>` prefix, or None."""
-    match = re.search(r"-(\d+)$", prefix)
+    """The step in a `.../model.ckpt-<step>` prefix, or None (also for a temporary's
+    `model.ckpt-<step>.tmp-<pid>`, whose number is a process id)."""
+    match = re.search(r"(?<!\.tmp)-(\d+)$", prefix)
     return int(match.group(1)) if match else None
 
 
@@ -51,6 +52,7 @@ def latest_checkpoint(directory):
         return named
     indexes = glob(os.path.join(directory, f"{CHECKPOINT_NAME}-*.index"))
     prefixes = (index[: -len(".index")] for index in indexes)
+    # Not a temporary a killed save left (`model.ckpt-<step>.tmp-<pid>`): the save never finished.
     complete = [p for p in prefixes if checkpoint_step(p) is not None and glob(p + ".data-*")]
     if not complete:
         return None
