@@ -167,21 +167,28 @@ def remove_abandoned(path, suffix=""):
     Returns:
       The paths removed; each is logged as a warning.
     """
-    if _gfile(path) is not None:
-        return []
-    stem = path[: len(path) - len(suffix)]
-    removed = []
-    for temporary in _glob.glob(f"{_glob.escape(stem)}.tmp-*{_glob.escape(suffix)}"):
-        match = _TEMPORARY.match(os.path.basename(temporary), len(os.path.basename(stem)))
-        if not match or _running(int(match.group(1))):
-            continue
-        logger.warning("Removing %s, left by a run that was killed (process %s)", temporary, match.group(1))
+    removed = abandoned_temporaries(path, suffix)
+    for temporary in removed:
+        logger.warning("Removing %s, left by a run that was killed", temporary)
         if os.path.isdir(temporary) and not os.path.islink(temporary):
             shutil.rmtree(temporary)
         else:
             os.remove(temporary)
-        removed.append(temporary)
     return removed
+
+
+def abandoned_temporaries(path, suffix=""):
+    """The temporaries of `path` whose writer no longer runs (see `remove_abandoned`), local
+    paths only."""
+    if _gfile(path) is not None:
+        return []
+    stem = path[: len(path) - len(suffix)]
+    found = []
+    for temporary in _glob.glob(f"{_glob.escape(stem)}.tmp-*{_glob.escape(suffix)}"):
+        match = _TEMPORARY.match(os.path.basename(temporary), len(os.path.basename(stem)))
+        if match and not _running(int(match.group(1))):
+            found.append(temporary)
+    return found
 
 
 def is_temporary(path):

@@ -731,3 +731,28 @@ def test_a_failed_export_leaves_nothing_behind(tmp_path):
     with pytest.raises(RuntimeError), versioned_directory(str(base)):
         raise RuntimeError("interrupted")
     assert os.listdir(base) == ["1"]
+
+
+def test_the_next_export_cleans_up_after_killed_ones(tmp_path):
+    """kill -9 during `--overwrite` left the old version moved aside (a full copy, never deleted;
+    the only copy if the new one had not arrived), and during an export a half-written one."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()  # a process id that no longer runs, as a killed export's
+    base = tmp_path / "models"
+    pid = process.pid
+    left = {
+        f"1.old.tmp-{pid}": "only copy",
+        "2": "replaced",
+        f"2.old.tmp-{pid}": "old two",
+        f"5.tmp-{pid}": "half",
+    }
+    for name, content in left.items():
+        (base / name).mkdir(parents=True)
+        (base / name / "saved_model.pb").write_text(content)
+    with versioned_directory(str(base)) as (tmp, final):
+        assert final == str(base / "3")
+        (base / "marker").write_text("new")
+        shutil.copy(base / "marker", os.path.join(tmp, "saved_model.pb"))
+    (base / "marker").unlink()
+    assert sorted(os.listdir(base)) == ["1", "2", "3"]
+    assert [(base / v / "saved_model.pb").read_text() for v in "123"] == ["only copy", "replaced", "new"]

@@ -7,11 +7,15 @@ written and an interrupted export leaves no version behind.
 """
 
 import contextlib
+import logging
 import os
+import re
 
 import tensorflow as tf
 
 from bert_tf import files
+
+logger = logging.getLogger(__name__)
 
 
 def existing_versions(export_dir):
@@ -75,6 +79,7 @@ def versioned_directory(export_dir, version=None, overwrite=False):
       ValueError: As `check_version`, before anything is written; `export_dir` cannot be
         made; or the version appeared meanwhile (see above).
     """
+    _recover_killed_exports(export_dir)
     version = check_version(export_dir, version, overwrite)
     final = os.path.join(export_dir, str(version))
     created_export_dir = not tf.io.gfile.exists(export_dir)
@@ -91,7 +96,7 @@ def versioned_directory(export_dir, version=None, overwrite=False):
                 "(rerun it for the next version, or pass --overwrite)"
             )
         if tf.io.gfile.exists(final):
-            _replace(tmp, final, f"{final}.old-{os.getpid()}")
+            _replace(tmp, final, files.temporary_path(f"{final}.old"))
         else:
             tf.io.gfile.rename(tmp, final)
     finally:
@@ -99,6 +104,27 @@ def versioned_directory(export_dir, version=None, overwrite=False):
             tf.io.gfile.rmtree(tmp)
         if created_export_dir and not tf.io.gfile.listdir(export_dir):
             tf.io.gfile.rmtree(export_dir)
+
+
+def _recover_killed_exports(export_dir):
+    """Cleans up after exports killed (kill -9) under `export_dir` (local paths): a version that
+    was moved aside to be replaced (`<version>.old.tmp-<pid>`) goes back to its name if the
+    replacement never arrived, and is deleted otherwise; a half-written version
+    (`<version>.tmp-<pid>`) is deleted."""
+    if not os.path.isdir(export_dir):
+        return
+    for name in sorted(os.listdir(export_dir)):
+        version = re.fullmatch(r"(\d+)(\.old)?\.tmp-\d+", name)
+        if not version or os.path.join(export_dir, name) not in files.abandoned_temporaries(
+            os.path.join(export_dir, name[: name.rindex(".tmp-")])
+        ):
+            continue
+        final = os.path.join(export_dir, version.group(1))
+        if version.group(2) and not os.path.exists(final):
+            logger.warning("Restoring %s: an export that was replacing it was killed", final)
+            os.rename(os.path.join(export_dir, name), final)
+        else:
+            files.remove_abandoned(os.path.join(export_dir, name[: name.rindex(".tmp-")]))
 
 
 def _replace(new, final, aside):
