@@ -190,3 +190,24 @@ def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
         assert logits.dtype == "float32"
         # bfloat16 keeps 8 bits of mantissa in the encoder; the head adds no rounding of its own.
         np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), exact(inputs)["logits"], atol=2e-2)
+
+
+_WRITE_RECORDS = """
+import sys
+from bert_tf.tasks.finetuning import write_records
+features = [{"input_ids": [101, 7, 102], "input_mask": [1, 1, 1], "segment_ids": [0, 0, 0], "label_ids": [i],
+             "is_real_example": [1]} for i in range(3)]
+write_records(sys.argv[1], features)
+"""
+
+
+def test_feature_records_are_the_same_bytes_in_every_process(tmp_path):
+    """A `tf.train.Example`'s features are a map, which protobuf wrote in an order that changed
+    from one process to the next: two runs of a tool gave other bytes."""
+    outputs = []
+    for run, seed in enumerate(("1", "2", "3")):
+        path = tmp_path / f"run{run}.tf_record"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        subprocess.run([sys.executable, "-c", _WRITE_RECORDS, str(path)], env=env, check=True, timeout=120)
+        outputs.append(path.read_bytes())
+    assert outputs[0] == outputs[1] == outputs[2]

@@ -148,7 +148,7 @@ def write_records(path, features):
     count = 0
     with RecordWriter([path]) as writer:
         for feature in features:
-            writer.write(_example(feature).SerializeToString())
+            writer.write(_example(feature).SerializeToString(deterministic=True))
             count += 1
     return count
 
