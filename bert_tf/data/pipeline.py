@@ -282,12 +282,15 @@ def _init_worker(options):
 def _end_with_parent():
     """Has Linux kill this worker when the tool's process dies: a kill -9 of the tool would
     otherwise leave its workers running to the end of their shards (about 700 MB each)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not a worker process (called in the tool's own)
+        return
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux
         return
-    if os.getppid() != multiprocessing.parent_process().pid:  # the tool died before the call
+    if os.getppid() != parent.pid:  # the tool died before the call
         os._exit(1)
 
 
