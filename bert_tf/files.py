@@ -314,11 +314,12 @@ def expand_input_patterns(patterns, name="--input_file", sort=True):
     for pattern in (p.strip() for p in patterns):
         if not pattern:
             continue
-        if _GLOB_CHARACTERS.search(pattern) and exists(pattern) and not isdir(pattern):
+        is_glob = _GLOB_CHARACTERS.search(pattern) is not None
+        if is_glob and exists(pattern) and not isdir(pattern):
             matches = [pattern]
         else:
             matches = [path for path in glob(pattern, sort) if not isdir(path)]
-            if _GLOB_CHARACTERS.search(pattern):  # a file named outright is read, whatever its name
+            if is_glob:  # a file named outright is read, whatever its name
                 for path in filter(is_temporary, matches):
                     logger.warning("%s: leaving out %s, a temporary of an unfinished write", name, path)
                 matches = [path for path in matches if not is_temporary(path)]

@@ -114,17 +114,17 @@ def _recover_killed_exports(export_dir):
     if not os.path.isdir(export_dir):
         return
     for name in sorted(os.listdir(export_dir)):
-        version = re.fullmatch(r"(\d+)(\.old)?\.tmp-\d+", name)
-        if not version or os.path.join(export_dir, name) not in files.abandoned_temporaries(
-            os.path.join(export_dir, name[: name.rindex(".tmp-")])
-        ):
+        version = re.fullmatch(r"((\d+)(\.old)?)\.tmp-\d+", name)
+        if not version:
             continue
-        final = os.path.join(export_dir, version.group(1))
-        if version.group(2) and not os.path.exists(final):
-            logger.warning("Restoring %s: an export that was replacing it was killed", final)
-            os.rename(os.path.join(export_dir, name), final)
+        stem, final = (os.path.join(export_dir, version.group(i)) for i in (1, 2))
+        if version.group(3) and not os.path.exists(final):
+            aside = os.path.join(export_dir, name)
+            if aside in files.abandoned_temporaries(stem):
+                logger.warning("Restoring %s: an export that was replacing it was killed", final)
+                os.rename(aside, final)
         else:
-            files.remove_abandoned(os.path.join(export_dir, name[: name.rindex(".tmp-")]))
+            files.remove_abandoned(stem)
 
 
 def _replace(new, final, aside):

@@ -52,7 +52,7 @@ def latest_checkpoint(directory):
         return named
     indexes = glob(os.path.join(directory, f"{CHECKPOINT_NAME}-*.index"))
     prefixes = (index[: -len(".index")] for index in indexes)
-    # Not a temporary a killed save left (`model.ckpt-<step>.tmp-<pid>`): the save never finished.
+    # `checkpoint_step` is None for a killed save's temporary (`model.ckpt-<step>.tmp-<pid>`).
     complete = [p for p in prefixes if checkpoint_step(p) is not None and glob(p + ".data-*")]
     if not complete:
         return None
