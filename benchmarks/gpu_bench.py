@@ -15,7 +15,8 @@ positions, bfloat16 (weights float32), `--steps` timed steps after `--warmup`:
   (`PretrainingTask.loss_terms`: the original's masked-LM and next-sentence losses), clipping to
   global norm 1.0 and the original's `AdamWeightDecay`, in one `jax.jit` step
   (`stateless_call` / `stateless_apply`); dropout 0.1 as BERT trains.
-- bert_tf forward: `BertModel` under `jax.jit`.
+- bert_tf forward: `BertModel` under `jax.jit`, with XLA's defaults and with its Triton GEMM
+  fusions off for that function (`CUBLAS_EPILOGUES`).
 - peers, when importable: keras-hub `BertMaskedLM` on JAX (MLM head only, its default
   `compile()`, trained by Keras' own `fit`: keras-hub's `fit` feeds arrays through grain or
   tf.data, which such a machine lacks); Hugging Face `BertForPreTraining` eager (SDPA) and under
@@ -31,6 +32,7 @@ vocabulary projection included; training counts 3x the forward), the fraction of
 """
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -336,7 +338,14 @@ def breakdown(shape, steps, warmup):
     return rows
 
 
-def bert_tf_forward(shape, steps, warmup, profile=None):
+# XLA's Triton GEMM fusions off: each matmul is cuBLAS's, with its bias and GELU in the
+# matmul's epilogue (RESULTS.md). `jax.jit` takes it per function, not for the whole process.
+CUBLAS_EPILOGUES = {"xla_gpu_enable_triton_gemm": False}
+
+
+def bert_tf_forward(shape, steps, warmup, profile=None, compiler_options=None):
+    """Sequences per second of `BertModel`'s inference pass under `jax.jit`, compiled with
+    `compiler_options` (None: XLA's defaults)."""
     import jax
 
     from bert_tf.modeling import BertModel
@@ -349,7 +358,7 @@ def bert_tf_forward(shape, steps, warmup, profile=None):
         [v.value for v in model.non_trainable_variables],
     )
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=compiler_options)
     def forward(variables):
         outputs, _ = model.stateless_call(*variables, inputs)
         return outputs["sequence_output"]
@@ -501,13 +510,17 @@ def main():
         ],
         "forward": [
             ("bert_tf", lambda: bert_tf_forward(shape, args.steps, args.warmup, profile=profile("forward"))),
+            (
+                "bert_tf, Triton GEMM off",
+                lambda: bert_tf_forward(shape, args.steps, args.warmup, compiler_options=CUBLAS_EPILOGUES),
+            ),
             ("HF eager (SDPA)", lambda: hf_forward(shape, args.steps, args.warmup, compiled=False)),
             ("HF + torch.compile", lambda: hf_forward(shape, args.steps, args.warmup, compiled=True)),
         ],
     }
     for kind, systems in runs.items():
         if args.no_peers:
-            systems = systems[:1]
+            systems = [(name, run) for name, run in systems if name.startswith("bert_tf")]
         flops = model_flops(shape, training=kind == "train")
         print(f"\n{kind} ({flops / 1e9:.2f} GFLOP per sequence):")
         rates = {}
@@ -522,8 +535,9 @@ def main():
                 f"  {name:<40} {rates[name]:10,.1f} seq/s  {tflops:8.2f} TFLOP/s  "
                 f"{tflops / args.peak_tflops:6.1%} of {args.peak_tflops:.0f}"
             )
-        if "HF + torch.compile" in rates and "bert_tf" in rates:
-            print(f"  bert_tf / HF + torch.compile: {rates['bert_tf'] / rates['HF + torch.compile']:.2f}x")
+        for name in rates:
+            if name.startswith("bert_tf") and "HF + torch.compile" in rates:
+                print(f"  {name} / HF + torch.compile: {rates[name] / rates['HF + torch.compile']:.2f}x")
 
     if args.breakdown:
         rows = breakdown(shape, args.steps, args.warmup)

@@ -454,20 +454,23 @@ def _transformer_layer_with_large_biases(dtype=None):
 
 
 @pytest.mark.parametrize("rows", [None, 3], ids=["all_rows", "from_states"])
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
 @pytest.mark.parametrize(
     "fold_attention, fold_outputs",
     [(True, True), (True, False), (False, False)],
     ids=["folded", "attention_folded", "dense_layers"],
 )
-def test_inference_with_folded_biases_is_the_reference_layer(rows, fold_attention, fold_outputs):
-    """In inference on TensorFlow the projections run without their biases: the key bias is
-    dropped (the softmax does not see it), the query bias becomes a per-key term of the scores,
-    and the value and output biases join the LayerNorm's float32 sum. With large biases, where a
-    dropped term would show, the layer is the float64 reference's, folded or not, and also with
-    `from_states` (the heads-only last layer). An output block that keeps its dense layer adds
-    the deferred value bias to its input."""
+def test_inference_with_folded_biases_is_the_reference_layer(rows, fused, fold_attention, fold_outputs):
+    """In inference the projections run without the biases they need not add: the key bias is
+    dropped (the softmax does not see it), the query bias becomes a per-key term of the scores
+    (the explicit form only), and the value and output biases join the LayerNorm's float32 sum.
+    With large biases, where a dropped term would show, the layer is the float64 reference's,
+    folded or not, through either attention, and also with `from_states` (the heads-only last
+    layer). An output block that keeps its dense layer adds the deferred value bias to its
+    input."""
     layer, config, weights = _transformer_layer_with_large_biases()
-    assert layer.attention.self_attention.fold_biases and layer.output_block.fold_bias  # TF default
+    assert layer.attention.self_attention.fold_biases and layer.output_block.fold_bias  # the default
+    layer.attention.self_attention.fused_attention = fused
     layer.attention.self_attention.fold_biases = fold_attention
     layer.attention.output_block.fold_bias = layer.output_block.fold_bias = fold_outputs
     rng = np.random.default_rng(4)
@@ -668,10 +671,10 @@ def test_mixed_precision_pooler_casts_the_cls_rows_only():
 
 
 def fused_attention_calls(monkeypatch, length, rows, training):
-    """Runs a `SelfAttention` as on JAX (the fused attention, no folded biases), attention
-    dropout 0, over 2 sequences of `length` positions (the first padded after 3), `rows` of them
-    attending (None: all); returns the keyword arguments of each `dot_product_attention` call,
-    with the bias given as its shape."""
+    """Runs a `SelfAttention` as on JAX (the fused attention), attention dropout 0, over 2
+    sequences of `length` positions (the first padded after 3), `rows` of them attending (None:
+    all); returns the keyword arguments of each `dot_product_attention` call, with the bias given
+    as its shape."""
     config = BertConfig(
         vocab_size=10,
         hidden_size=32,
@@ -681,8 +684,7 @@ def fused_attention_calls(monkeypatch, length, rows, training):
         attention_probs_dropout_prob=0.0,
     )
     layer = SelfAttention(config)
-    # The choices on JAX; TensorFlow's defaults are the explicit form and the folded biases.
-    layer.fused_attention, layer.fold_biases = True, False
+    layer.fused_attention = True  # JAX's default; TensorFlow's is the explicit form
     layer.build()
     fused = keras.ops.dot_product_attention
     calls = []

@@ -28,14 +28,17 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     attention when no dropout applies; otherwise `explicit_attention` computes the same context
     step by step.
 
-    `fold_biases` (default: on TensorFlow) computes the projections of an inference pass as
-    matmuls without their biases and adds what the biases contribute where it costs no pass
-    over the [tokens, H] activations. The scores `(q_i + b_q) . (k_j + b_k)` differ from
-    `q_i . k_j + b_q . k_j` by `(q_i + b_q) . b_k`, the same for every key j, which the softmax
-    does not see; `b_q . k_j` joins the mask's adder. Each row of probabilities sums to one, so
-    the value bias adds `b_v` to every context row: `Attention` moves it into its output dense
-    layer's bias. (TensorFlow's oneDNN runs a matmul fused with its bias as an inner product on
-    the kernel as stored, a matmul alone as its faster brgemm kernels: BUILD_NOTES.md.)
+    `fold_biases` (default: on) computes the projections of an inference pass as matmuls
+    without their biases where what a bias contributes costs no pass over the [tokens, H]
+    activations. The scores `(q_i + b_q) . (k_j + b_k)` differ from `(q_i + b_q) . k_j` by
+    `(q_i + b_q) . b_k`, the same for every key j, which the softmax does not see: the key bias
+    is dropped. Each row of probabilities sums to one, so the value bias adds `b_v` to every
+    context row: `Attention` moves it into its output dense layer's bias. The explicit form
+    also splits `b_q . k_j` off the scores into the mask's adder, a [batch, heads, 1, seq] term;
+    the fused attention keeps the query bias, since its bias would have to be that term spread
+    over every query ([batch, heads, from_seq, seq]). (TensorFlow's oneDNN runs a matmul fused
+    with its bias as an inner product on the kernel as stored, a matmul alone as its faster
+    brgemm kernels; on a GPU each bias is a pass of its own: BUILD_NOTES.md.)
     """
 
     def __init__(self, config, name="self", **kwargs):
@@ -60,7 +63,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         # the bias cast to float32 and back, a multiplication by the scale. The step-by-step form
         # is the same arithmetic in batched matmuls, and faster there (BUILD_NOTES.md).
         self.fused_attention = keras.backend.backend() != "tensorflow"
-        self.fold_biases = keras.backend.backend() == "tensorflow"
+        self.fold_biases = True
 
     def build(self, input_shape=None):
         for projection in (self.query, self.key, self.value):
@@ -99,21 +102,22 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         from_length = length if from_states is None else ops.shape(from_states)[1]
         if from_states is None:
             from_states = hidden_states
-        fold = self.fold_biases and not training
-        scale = 1.0 / math.sqrt(self.head_size)
-        query = self._heads(self._project(self.query, from_states, not fold), from_length)
-        key = self._heads(self._project(self.key, hidden_states, not fold), length)
-        value = self._heads(self._project(self.value, hidden_states, not fold), length)
-        adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
-        if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
-            query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
-            query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
-            adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
         # cuDNN's fused attention with a bias differentiates only even lengths; Keras would try
         # it, log the failure with its traceback and fall back (pretraining's last layer attends
         # from the masked positions and [CLS]: often an odd count).
         odd_lengths = any(isinstance(n, int) and n % 2 for n in (from_length, length))
-        if not self.fused_attention or self.dropout.drops(training) or (training and odd_lengths):
+        fused = self.fused_attention and not self.dropout.drops(training) and not (training and odd_lengths)
+        fold = self.fold_biases and not training
+        scale = 1.0 / math.sqrt(self.head_size)
+        query = self._heads(self._project(self.query, from_states, fused or not fold), from_length)
+        key = self._heads(self._project(self.key, hidden_states, not fold), length)
+        value = self._heads(self._project(self.value, hidden_states, not fold), length)
+        adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
+        if not fused:
+            if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
+                query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
+                query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
+                adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
             # The query scaled before the product, not after: in float16, Q K^T overflows
             # (65504) long before Q K^T / sqrt(head_size) does.
             context = self.explicit_attention(query * scale, key, value, adder, training)
@@ -122,7 +126,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             # accumulated, scaled and normalised in float32, and the scale costs no pass over
             # the queries. cuDNN's (JAX on a GPU) takes a bias only of [batch or 1, heads or 1,
             # from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to its unfused attention.
-            bias = ops.broadcast_to(adder, (batch, ops.shape(adder)[1], from_length, length))
+            bias = ops.broadcast_to(adder, (batch, 1, from_length, length))
             context = ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
         context = ops.reshape(context, ops.shape(from_states))
         value_bias = self.value.bias if fold else None

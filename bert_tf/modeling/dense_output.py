@@ -30,9 +30,9 @@ class DenseOutput(BertConfigured, keras.layers.Layer):
         self.dense = dense(config.hidden_size, config, self.dtype_policy)
         self.dropout = Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.layer_norm = LayerNorm(config.hidden_size, dtype=self.dtype_policy)
-        # In inference on TensorFlow, the bias is added with the residual, not by the matmul
-        # (see `SelfAttention.fold_biases`).
-        self.fold_bias = keras.backend.backend() == "tensorflow"
+        # In inference the bias is added with the residual, not by the matmul (see
+        # `SelfAttention.fold_biases`).
+        self.fold_bias = True
 
     def get_config(self):
         config = super().get_config()
