@@ -13,7 +13,7 @@ import zipfile
 import keras
 import numpy as np
 
-from bert_tf import files
+from bert_tf import errors, files
 from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import (
     checkpoint_output_prefix,
@@ -234,8 +234,7 @@ def keras_to_google(keras_model, output_checkpoint):
         try:
             keras_model = keras.models.load_model(path)
         except (ValueError, OSError) as e:
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ValueError(f"{path}: not a Keras model saved as .keras ({reason})") from None
+            raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
         if not isinstance(keras_model, (BertModel, BertPretrainer)):
             raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
     foreign = [w.path for w in keras_model.weights if not w.path.startswith(("bert/", "cls/"))]

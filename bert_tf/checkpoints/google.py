@@ -14,7 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import files
+from bert_tf import errors, files
 
 
 @dataclasses.dataclass
@@ -234,7 +234,7 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
                 value = reader.get_tensor(weight.path)
             except (tf.errors.OpError, IndexError, ValueError) as e:
                 raise ValueError(
-                    f"{prefix}: cannot read {weight.path} ({str(e).strip().splitlines()[0]}); "
+                    f"{prefix}: cannot read {weight.path} ({errors.reason(e)}); "
                     "the data file is truncated or corrupt. Nothing was loaded."
                 ) from None
             values.append((weight, np.asarray(value, dtype=weight.dtype)))

@@ -13,7 +13,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf import files
+from bert_tf import errors, files
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def versioned_directory(export_dir, version=None, overwrite=False):
     try:
         tf.io.gfile.makedirs(tmp)
     except tf.errors.OpError as e:
-        raise ValueError(f"--export_dir: cannot write in {export_dir} ({e.message.strip()})") from None
+        raise ValueError(f"--export_dir: cannot write in {export_dir} ({errors.reason(e)})") from None
     try:
         yield tmp, final
         if tf.io.gfile.exists(final) and not overwrite:

@@ -20,6 +20,7 @@ import re
 
 import tensorflow as tf
 
+from bert_tf import errors
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
 from bert_tf.files import atomic_output, exists, glob, makedirs, open_file, remove, rename, temporary_path
@@ -236,7 +237,6 @@ class TrainingCheckpoints:
             checkpoint = tf.train.Checkpoint(**restored)
             checkpoint.read(state_prefix).assert_existing_objects_matched().expect_partial()
         except (tf.errors.OpError, IndexError, ValueError) as e:  # a truncated or corrupt file
-            reason = getattr(e, "message", str(e)).strip().splitlines()[0]
-            logger.warning("%s: cannot read it (%s): the input starts afresh", state_prefix, reason)
+            logger.warning("%s: cannot read it (%s): the input starts afresh", state_prefix, errors.reason(e))
             return
         logger.info("Resumed the input where %s left it", prefix)

@@ -17,6 +17,7 @@ import os
 
 import tensorflow as tf
 
+from bert_tf import errors
 from bert_tf.training.options import STRATEGIES
 
 logger = logging.getLogger(__name__)
@@ -127,8 +128,7 @@ def create_distribution(
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except (OSError, ValueError, tf.errors.OpError) as e:  # OSError: urllib's, without a network
             flag = f"--tpu_name={tpu_name}" if tpu_name else f"--master={master}"
-            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise ValueError(f"{flag}: cannot reach the TPU ({reason})") from None
+            raise ValueError(f"{flag}: cannot reach the TPU ({errors.reason(e)})") from None
         # One client drives every core; it is the only input pipeline.
         strategy = tf.distribute.TPUStrategy(resolver)
         if num_tpu_cores is not None and strategy.num_replicas_in_sync != num_tpu_cores:

@@ -15,10 +15,10 @@ import contextlib
 import dataclasses
 import json
 import logging
-import re
 
 from keras import ops
 
+from bert_tf import errors
 from bert_tf.modeling import BertPretrainer, masked_lm_loss, next_sentence_loss
 from bert_tf.training.options import TrainingOptions, option
 
@@ -131,7 +131,7 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_si
             try:
                 next(iter(tf.data.TFRecordDataset(path).take(1)), None)
             except tf.errors.OpError as e:
-                raise ValueError(f"{path}: cannot read TFRecords ({_op_reason(e)})") from None
+                raise ValueError(f"{path}: cannot read TFRecords ({errors.reason(e)})") from None
         raise
     if found:
         return
@@ -140,12 +140,6 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq, vocab_si
     raise ValueError(
         f"--input_file: none of its {len(input_files)} files holds a record ({input_files[0]}, ...)"
     )
-
-
-def _op_reason(error):
-    """A TensorFlow error's first line without the op's decorations (`{{function_node ...}}`,
-    `[Op:IteratorGetNext]`): "corrupted record at 0 (Is this even a TFRecord file?)"."""
-    return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:.*$", "", error.message.splitlines()[0])
 
 
 def _check_record(path, record, max_seq_length, max_predictions_per_seq, vocab_size):
@@ -184,13 +178,13 @@ def naming_unreadable_input(input_files):
     try:
         yield
     except tf.errors.DataLossError as error:
-        reason = _op_reason(error)
+        reason = errors.reason(error)
         logger.info("A record cannot be read (%s); looking for the file", reason)
         for path in input_files:
             try:
                 tf.data.TFRecordDataset(path).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
             except tf.errors.DataLossError as e:
-                reason = _op_reason(e)
+                reason = errors.reason(e)
                 raise ValueError(
                     f"{path}: corrupt TFRecord file ({reason}); checkpoints so far are kept"
                 ) from None
