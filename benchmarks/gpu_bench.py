@@ -157,7 +157,9 @@ def print_kernel_profile(folder, steps, top=25):
         print(f"    {name[:60]:<60} {entry['ns'] / steps / 1e6:8.3f} ms  x{entry['count'] // steps}")
 
 
-def bert_tf_train(shape, steps, warmup, part="step", attention_dropout=0.1, profile=None):
+def bert_tf_train(
+    shape, steps, warmup, part="step", attention_dropout=0.1, profile=None, compiler_options=None
+):
     """Sequences per second of the pretraining step, or of one part of it.
 
     Args:
@@ -166,6 +168,7 @@ def bert_tf_train(shape, steps, warmup, part="step", attention_dropout=0.1, prof
       attention_dropout: The config's attention-probability dropout; 0 lets the self-attention
         use the backend's fused attention while training.
       profile: None, or a folder for a device trace of the step (see `timed`).
+      compiler_options: None, or XLA options for the step's `jax.jit` (`CUBLAS_EPILOGUES`).
     """
     import jax
     from keras import ops
@@ -190,7 +193,7 @@ def bert_tf_train(shape, steps, warmup, part="step", attention_dropout=0.1, prof
         )
         return loss, non_trainable
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=compiler_options)
     def train_step(state):
         trainable, non_trainable, optimizer_variables, _ = state
         if part == "forward":
