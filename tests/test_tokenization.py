@@ -23,14 +23,46 @@ def cased():
 
 
 def test_fixture_is_reproduced_exactly(fixtures_dir, uncased):
-    with open(os.path.join(FIXTURES_DIR, "tokenization", "sample_text.jsonl"), encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
+    rows = _fixture_rows()
     assert len(rows) == 33
     for row in rows:
         tokens = uncased.tokenize(row["text"])
         assert tokens == row["tokens"], row["text"]
         assert uncased.convert_tokens_to_ids(tokens) == row["ids"]
         assert uncased.convert_ids_to_tokens(row["ids"]) == row["tokens"]
+
+
+def _fixture_rows():
+    with open(os.path.join(FIXTURES_DIR, "tokenization", "sample_text.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("change", ["do_lower_case", "basic_tokenizer"])
+def test_settings_changed_after_use_are_not_hidden_by_the_memos(change):
+    """The word memos hold what the settings gave: a cased tokenizer, used, then made uncased
+    (its basic tokenizer's `do_lower_case` set, or the basic tokenizer replaced, as users of the
+    original do) gives the original's uncased tokens, not the cased words it memoised."""
+    rows = _fixture_rows()
+    tokenizer = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
+    cased = [tokenizer.tokenize(row["text"]) for row in rows]
+    assert cased != [row["tokens"] for row in rows]  # the fixture has upper-case text
+    if change == "do_lower_case":
+        tokenizer.basic_tokenizer.do_lower_case = True
+    else:
+        tokenizer.basic_tokenizer = tokenization.BasicTokenizer(do_lower_case=True)
+    assert [tokenizer.tokenize(row["text"]) for row in rows] == [row["tokens"] for row in rows]
+
+
+def test_wordpiece_settings_changed_after_use():
+    """`max_input_chars_per_word` and `unk_token` set on a used WordPiece tokenizer apply to
+    the words it has already seen, through the full tokenizer too."""
+    tokenizer = tokenization.FullTokenizer(VOCAB, do_lower_case=True)
+    assert tokenizer.tokenize("unaffable hello") == ["una", "##ffa", "##ble", "hello"]
+    tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 5
+    assert tokenizer.tokenize("unaffable hello") == ["[UNK]", "hello"]
+    tokenizer.wordpiece_tokenizer.unk_token = "[MASK]"
+    assert tokenizer.tokenize("unaffable hello") == ["[MASK]", "hello"]
+    assert tokenizer.wordpiece_tokenizer.tokenize("unaffable") == ["[MASK]"]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,9 @@ The rules, from the original code (BUILD_NOTES.md, "Tokenizer", lists the ones e
 
 Everything after step 2 depends only on the word, so words are memoised: a corpus repeats its
 words, and the cache makes the tokenizer several times faster without changing its output.
+Setting an attribute the output depends on (`do_lower_case`, `vocab`, `unk_token`,
+`max_input_chars_per_word`, a `FullTokenizer`'s `basic_tokenizer` or `wordpiece_tokenizer`)
+empties the memos that depend on it; changing the vocabulary dict in place does not.
 """
 
 import collections
@@ -185,16 +188,57 @@ class _Memo(dict):
         return value
 
 
-class BasicTokenizer:
+class _Setting:
+    """An attribute of a `_Memoising` tokenizer that its memo depends on: setting it empties the
+    memo. The tokenizer's own code reads the value as `_<name>`, without this descriptor."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, tokenizer, owner=None):
+        return self if tokenizer is None else getattr(tokenizer, self.slot)
+
+    def __set__(self, tokenizer, value):
+        setattr(tokenizer, self.slot, value)
+        tokenizer.forget()
+
+
+class _Part(_Setting):
+    """A sub-tokenizer (a `_Memoising` one): a change of its settings empties the memo of the
+    tokenizer it is part of too."""
+
+    def __set__(self, tokenizer, value):
+        value.listeners.append(tokenizer.forget)
+        super().__set__(tokenizer, value)
+
+
+class _Memoising:
+    """A tokenizer that memoises `make(word)` (in `_memo`) on its `_Setting` attributes."""
+
+    def __init__(self, make):
+        self._memo = _Memo(make)
+        # Called after the memo is emptied: the forgetting of tokenizers this one is part of.
+        self.listeners = []
+
+    def forget(self):
+        """Empties the memo, and those of the tokenizers this one is part of."""
+        self._memo.clear()
+        for listener in self.listeners:
+            listener()
+
+
+class BasicTokenizer(_Memoising):
     """Steps 1-5: cleaning, CJK splitting, lower-casing and accent stripping, punctuation."""
+
+    do_lower_case = _Setting()
 
     def __init__(self, do_lower_case=True):
         """Args:
         do_lower_case: Lower-case and strip accents (uncased models).
         """
+        super().__init__(self.tokenize_word_uncached)
         self.do_lower_case = do_lower_case
         self._char_replacements = _Memo(self._replace_char)
-        self._word_tokens = _Memo(self.tokenize_word_uncached)
 
     def tokenize(self, text):
         """Returns the basic tokens of `text` (a list of `str`)."""
@@ -225,11 +269,11 @@ class BasicTokenizer:
 
     def tokenize_word(self, word):
         """Steps 4-5 for one word from `split_words`; memoised."""
-        return self._word_tokens[word]
+        return self._memo[word]
 
     def tokenize_word_uncached(self, word):
         """`tokenize_word` without the memo (for callers that memoise a later step)."""
-        text = self._strip_accents(word.lower()) if self.do_lower_case else word
+        text = self._strip_accents(word.lower()) if self._do_lower_case else word
         return " ".join(self._split_on_punctuation(text)).split()
 
     @staticmethod
@@ -254,8 +298,12 @@ class BasicTokenizer:
         return pieces
 
 
-class WordpieceTokenizer:
+class WordpieceTokenizer(_Memoising):
     """Step 6: greedy longest-match-first WordPiece."""
+
+    vocab = _Setting()
+    unk_token = _Setting()
+    max_input_chars_per_word = _Setting()
 
     def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
         """Args:
@@ -263,10 +311,10 @@ class WordpieceTokenizer:
         unk_token: The token for words that cannot be covered or are too long.
         max_input_chars_per_word: Longer words become `unk_token`.
         """
+        super().__init__(self._greedy_pieces)
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
-        self._pieces = _Memo(self._greedy_pieces)
 
     def tokenize(self, text):
         """WordPieces of every whitespace-separated word of `text` (already basic-tokenized)."""
@@ -277,51 +325,55 @@ class WordpieceTokenizer:
 
     def tokenize_word(self, word):
         """The WordPieces of one word; memoised."""
-        return self._pieces[word]
+        return self._memo[word]
 
     def _greedy_pieces(self, word):
-        if len(word) > self.max_input_chars_per_word:
-            return [self.unk_token]
+        if len(word) > self._max_input_chars_per_word:
+            return [self._unk_token]
+        vocab = self._vocab
         pieces, start = [], 0
         while start < len(word):
             for end in range(len(word), start, -1):
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.vocab:
+                if piece in vocab:
                     break
             else:
-                return [self.unk_token]
+                return [self._unk_token]
             pieces.append(piece)
             start = end
         return pieces
 
 
-class FullTokenizer:
+class FullTokenizer(_Memoising):
     """Basic tokenization followed by WordPiece, with the original's API."""
+
+    basic_tokenizer = _Part()
+    wordpiece_tokenizer = _Part()
 
     def __init__(self, vocab_file, do_lower_case=True):
         """Args:
         vocab_file: The model's `vocab.txt`.
         do_lower_case: True for uncased models, False for cased ones.
         """
+        # Whole words to their WordPieces: one lookup per word once the memo is warm.
+        super().__init__(self._pieces_of_word)
         self.vocab = load_vocab(vocab_file)
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
-        # Whole words to their WordPieces: one lookup per word once the memo is warm.
-        self._word_pieces = _Memo(self._pieces_of_word)
 
     def _pieces_of_word(self, word):
         return [
             piece
-            for token in self.basic_tokenizer.tokenize_word_uncached(word)
-            for piece in self.wordpiece_tokenizer.tokenize_word(token)
+            for token in self._basic_tokenizer.tokenize_word_uncached(word)
+            for piece in self._wordpiece_tokenizer.tokenize_word(token)
         ]
 
     def tokenize(self, text):
         """The WordPiece tokens of `text`."""
-        word_pieces = self._word_pieces
+        word_pieces = self._memo
         tokens = []
-        for word in self.basic_tokenizer.split_words(text):
+        for word in self._basic_tokenizer.split_words(text):
             tokens.extend(word_pieces[word])
         return tokens
 
