@@ -400,6 +400,18 @@ def test_head_is_top_level_output_weights_and_bias_with_dropout_in_training(fixt
 # -- a checkpoint of the original's run_classifier -----------------------------------------------
 
 
+def test_predicting_from_a_checkpoint_without_the_head_warns_that_it_is_random(tmp_path, caplog):
+    """A pretrained checkpoint as --init_checkpoint of a prediction: the classifier's head is
+    not in it, so the predictions come from random weights (the original is silent)."""
+    options = _options(tmp_path, DEMO, do_train=False, do_predict=True, max_seq_length=32)
+    with caplog.at_level(logging.WARNING):
+        run_classifier(options)
+    assert f"{mf.GOOGLE_TINY_CKPT} has no output_weights, output_bias: they are random" in caplog.text, (
+        caplog.text
+    )
+    assert os.path.exists(os.path.join(options.output_dir, "test_results.tsv"))
+
+
 def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
     """From --init_checkpoint when --output_dir has no checkpoint (global_step 0, as the
     Estimator's initialisation), else from the latest there; both against float64 NumPy."""

@@ -246,7 +246,19 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
         reader = open_checkpoint(prefix)
         return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
     if init_checkpoint:
-        initialise_weights(model, init_checkpoint)
+        report = initialise_weights(model, init_checkpoint)
+        if report.missing:
+            # The original predicts from such heads as silently; its Estimator draws them afresh
+            # on every run, as this does.
+            logger.warning(
+                "No checkpoint in %s, and %s has no %s: %s random, and so are the outputs that "
+                "depend on them. Train first (--do_train), or point --init_checkpoint at a "
+                "fine-tuned checkpoint.",
+                output_dir,
+                init_checkpoint,
+                ", ".join(report.missing),
+                "it is" if len(report.missing) == 1 else "they are",
+            )
     else:
         logger.warning("No checkpoint in %s and no --init_checkpoint: using random weights", output_dir)
     return 0
