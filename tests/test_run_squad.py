@@ -400,6 +400,48 @@ def test_eval_data_is_checked_before_the_predictions_are_written(fixtures_dir, t
     assert {path.name: path.read_text() for path in output_dir.iterdir()} == earlier
 
 
+@pytest.mark.parametrize("version_2", [False, True], ids=["v1", "v2"])
+def test_questions_on_empty_paragraphs_get_the_originals_answers(fixtures_dir, tmp_path, version_2):
+    """No window to run the model on: v1 answers the original's placeholder "empty", v2 the
+    null answer, with the original's starting null score as its difference."""
+    qas = [{"id": "q1", "question": "Who?", "answers": [], "is_impossible": True}]
+    predict_file = tmp_path / "dev.json"
+    predict_file.write_text(json.dumps({"data": [{"paragraphs": [{"context": " ", "qas": qas}]}]}))
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(tmp_path / "out"),
+        do_predict=True,
+        predict_file=str(predict_file),
+        max_seq_length=32,
+        max_query_length=8,
+        version_2_with_negative=version_2,
+    )
+    squad.run_squad(options)
+    predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    assert predictions == {"q1": "" if version_2 else "empty"}
+    if version_2:
+        assert json.loads((tmp_path / "out" / "null_odds.json").read_text()) == {"q1": 1000000.0}
+
+
+def test_a_predict_file_without_questions_is_an_error(fixtures_dir, tmp_path):
+    predict_file = tmp_path / "dev.json"
+    predict_file.write_text(json.dumps({"data": []}))
+    options = squad.SquadOptions(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "out"),
+        do_predict=True,
+        predict_file=str(predict_file),
+        max_seq_length=32,
+        max_query_length=8,
+    )
+    with pytest.raises(ValueError, match=rf"^{predict_file}: no questions to predict$"):
+        squad.run_squad(options)
+    assert not (tmp_path / "out").exists()
+
+
 def test_no_training_step_names_the_file_and_writes_nothing(fixtures_dir, tmp_path):
     train_file = tmp_path / "train.json"
     train_file.write_text(json.dumps({"data": []}))

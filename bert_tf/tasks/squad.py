@@ -621,9 +621,11 @@ def compute_predictions(
             continue
         best_non_null = next((answer for answer in nbest if answer.text), None)
         if best_non_null is None:
-            # No span was valid (where the original fails): "" is the only answer, and the
-            # difference is taken to a non-null score of 0, the placeholder's.
-            null_odds[example.qas_id] = null_score
+            # No span among the windows' n_best_size best starts and ends was valid (where the
+            # original fails): "" is the only answer, and the difference is taken to the score of
+            # the original's placeholder answer, 0 (on an empty paragraph, without any window,
+            # the null score is the original's starting one).
+            null_odds[example.qas_id] = float(null_score)
             predictions[example.qas_id] = ""
             continue
         score_diff = null_score - best_non_null.start_logit - best_non_null.end_logit
@@ -845,6 +847,8 @@ def run_squad(options):
             raise ValueError(f"--do_eval: {prediction_file} does not exist (run --do_predict first)")
     if options.do_predict:
         eval_examples = read_squad_examples(options.predict_file, False, version_2)
+        if not eval_examples:
+            raise ValueError(f"{options.predict_file}: no questions to predict")
         eval_features = list(convert(eval_examples, False))
         eval_file = os.path.join(output_dir, "eval.tf_record")
         write_records(eval_file, (feature_values(f, False) for f in eval_features))
@@ -861,16 +865,22 @@ def run_squad(options):
         spec = name_to_features(options.max_seq_length, True)
         results["train"] = runner.train(task, train_file, spec, len(train_examples))
     if options.do_predict:
-        model = runner.build(BertSquad)
-        runner.restore(model)
-        spec = name_to_features(options.max_seq_length, False)
-        logits = runner.predict(model, eval_file, spec, len(eval_features), ["start_logits", "end_logits"])
-        raw_results = [
-            RawResult(feature.unique_id, start, end)
-            for feature, start, end in zip(
-                eval_features, logits["start_logits"], logits["end_logits"], strict=True
+        raw_results = []
+        if eval_features:
+            model = runner.build(BertSquad)
+            runner.restore(model)
+            spec = name_to_features(options.max_seq_length, False)
+            logits = runner.predict(
+                model, eval_file, spec, len(eval_features), ["start_logits", "end_logits"]
             )
-        ]
+            raw_results = [
+                RawResult(feature.unique_id, start, end)
+                for feature, start, end in zip(
+                    eval_features, logits["start_logits"], logits["end_logits"], strict=True
+                )
+            ]
+        else:  # the original's placeholder answers, without the model
+            logger.warning("%s: every paragraph is empty; no answer can be found", options.predict_file)
         outputs = [os.path.join(output_dir, name) for name in PREDICTION_FILES]
         arguments = (
             eval_examples,
