@@ -237,6 +237,21 @@ def _options(tmp_path, data_dir, **changes):
     )
 
 
+def test_the_training_flags_are_read_only_to_train(tmp_path, caplog):
+    """As in the original, --num_train_epochs and --warmup_proportion are read only with
+    --do_train; a warm-up longer than the training is allowed, as there, with a warning."""
+    _options(
+        tmp_path, DEMO, do_train=False, do_eval=True, num_train_epochs=0, warmup_proportion=-1
+    ).validate()
+    with pytest.raises(ValueError, match=r"^--num_train_epochs must be positive, got 0$"):
+        _options(tmp_path, DEMO, num_train_epochs=0).validate()
+    with pytest.raises(ValueError, match=r"^--warmup_proportion must be 0 or more, got -0.5$"):
+        _options(tmp_path, DEMO, warmup_proportion=-0.5).validate()
+    with caplog.at_level(logging.WARNING):
+        _options(tmp_path, DEMO, warmup_proportion=1.5).validate()
+    assert "--warmup_proportion=1.5: the warm-up outlasts the training" in caplog.text
+
+
 def test_the_flag_checks_come_in_the_originals_order(tmp_path):
     """Case, then the --do_* flags, then the task, as the original's main: each alone was
     already an error, but with two of them the first message named the later one."""

@@ -469,6 +469,42 @@ def test_a_corrupt_file_met_in_training_is_a_one_line_error_naming_it(workdir, t
         run_pretraining(_five_steps(workdir, tmp_path, input_file=f"{good},{cut}"))
 
 
+def test_evaluation_reads_a_glob_in_the_originals_order(workdir, tmp_path, monkeypatch):
+    """With --max_eval_steps the order of the files decides which records are scored: the
+    original's evaluation reads `tf.gfile.Glob`'s order (the filesystem's, not sorted)."""
+    import bert_tf.data
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("b", "e", "a", "d", "c"):
+        shutil.copy(workdir / "data.tfrecord", data / f"{name}.tfrecord")
+    pattern = str(data / "*.tfrecord")
+    read = {}
+
+    def recording(files, *args, is_training, **kwargs):
+        read[is_training] = list(files)
+        return make_dataset(files, *args, is_training=is_training, **kwargs)
+
+    make_dataset = bert_tf.data.make_pretraining_dataset
+    monkeypatch.setattr(bert_tf.data, "make_pretraining_dataset", recording)
+    run_pretraining(_five_steps(workdir, tmp_path, input_file=pattern, num_train_steps=1, do_eval=True))
+    assert read[False] == tf.io.gfile.glob(pattern)
+    assert read[True] == sorted(read[False])  # every worker shards one list
+
+
+def test_the_training_flags_are_read_only_to_train(workdir, tmp_path):
+    """The original reads --num_train_steps, --num_warmup_steps (and bert_tf's
+    --gradient_accumulation_steps) only with --do_train, --max_eval_steps only with --do_eval:
+    an evaluation's command line may leave the training flags at any value."""
+    untrained = dict(num_train_steps=0, num_warmup_steps=-1, gradient_accumulation_steps=0)
+    _five_steps(workdir, tmp_path, do_train=False, do_eval=True, **untrained).validate()
+    _five_steps(workdir, tmp_path, max_eval_steps=0).validate()
+    with pytest.raises(ValueError, match=r"^--num_train_steps must be at least 1, got 0$"):
+        _five_steps(workdir, tmp_path, num_train_steps=0).validate()
+    with pytest.raises(ValueError, match=r"^--max_eval_steps must be at least 1, got 0$"):
+        _five_steps(workdir, tmp_path, do_eval=True, max_eval_steps=0).validate()
+
+
 def _five_steps(workdir, tmp_path, **overrides):
     """`PretrainingOptions` of a five-step run into `tmp_path / "out"`, with `overrides`."""
     values = dict(

@@ -22,7 +22,12 @@ from bert_tf.training.options import define_flags, options_from_flags
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
 # SQuAD evaluates the predictions (--predict_batch_size): the original has no --eval_batch_size.
-define_flags(FinetuningOptions, omit=("eval_batch_size",), max_seq_length=384)
+define_flags(
+    FinetuningOptions,
+    omit=("eval_batch_size",),
+    helps={"do_predict": "Whether to run eval on the dev set (--predict_file): writes predictions.json."},
+    max_seq_length=384,
+)
 flags.DEFINE_integer(
     "doc_stride", 128, "When splitting a long document into windows, the most tokens between starts."
 )

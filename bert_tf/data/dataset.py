@@ -47,8 +47,9 @@ def make_pretraining_dataset(
     Training: the files are sharded over input pipelines (`input_context`), shuffled and
     repeated, read `num_parallel_reads` at a time interleaved, and the records shuffled.
     Evaluation: the files in the order of `bert_tf.files.expand_input_patterns` (pattern by
-    pattern, as the original reads them), repeated if `repeat`. With fewer files than input
-    pipelines, the records are sharded instead of the files.
+    pattern, each pattern's matches sorted; `run_pretraining` passes the files in the
+    original's order), repeated if `repeat`. With fewer files than input pipelines, the
+    records are sharded instead of the files.
 
     Args:
       input_patterns: A glob pattern, a comma-separated string of them, or a list (of

@@ -100,10 +100,17 @@ class FinetuningOptions(TrainingOptions):
                 raise ValueError(f"--{flag} is required")
             if not files.isfile(getattr(self, flag)):
                 raise ValueError(f"--{flag}: {getattr(self, flag)}: no such file")
-        if self.num_train_epochs <= 0:
-            raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
-        if not 0 <= self.warmup_proportion <= 1:
-            raise ValueError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
+        if self.do_train:  # as in the original, the training flags are read only to train
+            if self.num_train_epochs <= 0:
+                raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+            if self.warmup_proportion < 0:
+                raise ValueError(f"--warmup_proportion must be 0 or more, got {self.warmup_proportion}")
+            if self.warmup_proportion > 1:
+                logger.warning(
+                    "--warmup_proportion=%s: the warm-up outlasts the training, so the learning "
+                    "rate never reaches --learning_rate",
+                    self.warmup_proportion,
+                )
         if self.export_dir:
             files.check_output_dir(self.export_dir, "--export_dir")
 

@@ -99,22 +99,24 @@ class TrainingOptions:
         )
 
 
-def define_flags(options_class, omit=(), **defaults):
+def define_flags(options_class, omit=(), helps=None, **defaults):
     """Defines an absl flag for every `option` field of `options_class` (its help, type, choices).
 
     Args:
       options_class: A dataclass such as `TrainingOptions` or a subclass.
       omit: Options the tool has no flag for (the original's tool has none and nothing reads
         them); they keep their defaults.
+      helps: None, or `{option: help}` where the tool's original words a flag otherwise.
       **defaults: Defaults that differ from the fields' (e.g. SQuAD's `max_seq_length=384`).
 
     Raises:
-      ValueError: A default or an omission for a field that is not an option.
+      ValueError: A default, a help or an omission for a field that is not an option.
     """
     from absl import flags
 
+    helps = helps or {}
     fields = [field for field in dataclasses.fields(options_class) if "help" in field.metadata]
-    unknown = sorted((set(defaults) | set(omit)) - {field.name for field in fields})
+    unknown = sorted((set(defaults) | set(omit) | set(helps)) - {field.name for field in fields})
     if unknown:
         raise ValueError(f"define_flags: {options_class.__name__} has no options {unknown}")
     fields = [field for field in fields if field.name not in omit]
@@ -126,7 +128,7 @@ def define_flags(options_class, omit=(), **defaults):
     }
     for field in fields:
         default = defaults.get(field.name, field.default)
-        help_text, choices = field.metadata["help"], field.metadata["choices"]
+        help_text, choices = helps.get(field.name, field.metadata["help"]), field.metadata["choices"]
         if choices:
             flags.DEFINE_enum(field.name, default, list(choices), help_text)
         else:

@@ -222,10 +222,12 @@ class PretrainingOptions(TrainingOptions):
                 raise ValueError(f"--{flag} is required")
         if not (self.do_train or self.do_eval):
             raise ValueError("at least one of --do_train or --do_eval must be True")
-        for flag in ("num_train_steps", "max_eval_steps", "gradient_accumulation_steps"):
+        # As in the original, the training flags are read only to train, the eval flag to evaluate.
+        flags = ("num_train_steps", "gradient_accumulation_steps") if self.do_train else ()
+        for flag in flags + (("max_eval_steps",) if self.do_eval else ()):
             if getattr(self, flag) < 1:
                 raise ValueError(f"--{flag} must be at least 1, got {getattr(self, flag)}")
-        if self.num_warmup_steps < 0:
+        if self.do_train and self.num_warmup_steps < 0:
             raise ValueError(f"--num_warmup_steps must be >= 0, got {self.num_warmup_steps}")
         if self.jit_compile and self.gradient_accumulation_steps > 1:
             # XLA compiling the accumulation loop around the layers' own compiled training
@@ -263,6 +265,10 @@ def run_pretraining(options):
             f"max_position_embeddings ({config.max_position_embeddings})"
         )
     input_files = expand_input_patterns(options.input_file)
+    # Evaluation reads a glob's files in the filesystem's order, as the original's (with
+    # --max_eval_steps, the order decides which records are scored); training sorts them, so
+    # that every worker shards one list.
+    eval_files = expand_input_patterns(options.input_file, sort=False) if options.do_eval else None
     # The strategy first: MultiWorkerMirroredStrategy must exist before any TensorFlow op runs.
     distribution = options.distribution()
     check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
@@ -277,7 +283,7 @@ def run_pretraining(options):
 
     def dataset(batch_size, is_training):
         return make_pretraining_dataset(
-            input_files,
+            input_files if is_training else eval_files,
             batch_size // distribution.num_workers,
             options.max_seq_length,
             options.max_predictions_per_seq,
