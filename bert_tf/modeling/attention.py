@@ -14,6 +14,16 @@ from bert_tf.modeling.serialization import BertConfigured
 MASK_ADDER = -10000.0
 
 
+def _fused_attention_compiles(compute_dtype):
+    """Whether the backend's fused attention can be compiled in `compute_dtype`: in float16 only
+    beside an accelerator. XLA's CPU dot takes no float16 operands with a float32 result, which
+    JAX's attention asks for; under `jax.jit` that is a compile error, which Keras' fallback to
+    its own attention (taken only when it runs eagerly) does not catch."""
+    return compute_dtype != "float16" or any(
+        not device.startswith("cpu") for device in keras.distribution.list_devices()
+    )
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class SelfAttention(BertConfigured, keras.layers.Layer):
     """Per head: `softmax(Q K^T / sqrt(head_size) + (1 - mask) * -10000) V`, heads concatenated.
@@ -24,9 +34,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     computed in float32 (a bfloat16 forward pass on TensorFlow excepted); the fused attention
     takes the scale as its argument.
 
-    `fused_attention` (default: on every backend but TensorFlow) chooses the backend's fused
-    attention when no dropout applies; otherwise `explicit_attention` computes the same context
-    step by step.
+    `fused_attention` (default: on every backend but TensorFlow, and in float16 only beside an
+    accelerator) chooses the backend's fused attention when no dropout applies; otherwise
+    `explicit_attention` computes the same context step by step.
 
     `fold_biases` (default: on) computes the projections of an inference pass as matmuls
     without their biases where what a bias contributes costs no pass over the [tokens, H]
@@ -62,7 +72,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         # Keras' TensorFlow `dot_product_attention` is no fused kernel: an einsum, the scores and
         # the bias cast to float32 and back, a multiplication by the scale. The step-by-step form
         # is the same arithmetic in batched matmuls, and faster there (BUILD_NOTES.md).
-        self.fused_attention = keras.backend.backend() != "tensorflow"
+        self.fused_attention = keras.backend.backend() != "tensorflow" and _fused_attention_compiles(
+            self.compute_dtype
+        )
         self.fold_biases = True
 
     def build(self, input_shape=None):
