@@ -186,38 +186,46 @@ def bert_tf_train(
 
     def loss_fn(trainable, non_trainable, batch):
         outputs, non_trainable = model.stateless_call(trainable, non_trainable, batch, training=True)
-        numerators, _ = task.loss_terms(outputs, batch)
+        numerators, metrics = task.loss_terms(outputs, batch)
         denominators = task.loss_denominators(batch)
         loss = sum(
             n / (d + eps) for n, d, eps in zip(numerators, denominators, task.loss_epsilons, strict=True)
         )
-        return loss, non_trainable
+        return loss, (non_trainable, metrics)
 
+    # The batch is an argument, not a constant XLA could fold into the step; the metric terms
+    # (the accuracies' row maxima over the vocabulary) are returned, as the trainer sums them.
     @functools.partial(jax.jit, compiler_options=compiler_options)
-    def train_step(state):
-        trainable, non_trainable, optimizer_variables, _ = state
+    def train_step(variables, batch):
+        trainable, non_trainable, optimizer_variables = variables
         if part == "forward":
-            loss, non_trainable = loss_fn(trainable, non_trainable, batch)
-            return trainable, non_trainable, optimizer_variables, ops.cast(loss, "float32")
-        (loss, non_trainable), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            loss, (non_trainable, metrics) = loss_fn(trainable, non_trainable, batch)
+            return trainable, non_trainable, optimizer_variables, (ops.cast(loss, "float32"), metrics)
+        (loss, (non_trainable, metrics)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             trainable, non_trainable, batch
         )
+        outputs = (ops.cast(loss, "float32"), metrics)
         if part == "gradients":
-            return grads, non_trainable, optimizer_variables, ops.cast(loss, "float32")
-        grads, _ = clip_by_global_norm(grads, 1.0)
-        trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, grads, trainable)
-        return trainable, non_trainable, optimizer_variables, ops.cast(loss, "float32")
+            return grads, non_trainable, optimizer_variables, outputs
+        grads, norm = clip_by_global_norm(grads, 1.0)
+        # As the trainer: a step whose loss or gradient norm is not finite changes nothing.
+        trainable, optimizer_variables = ops.cond(
+            ops.logical_and(ops.isfinite(loss), ops.isfinite(norm)),
+            lambda: optimizer.stateless_apply(optimizer_variables, grads, trainable),
+            lambda: (trainable, optimizer_variables),
+        )
+        return trainable, non_trainable, optimizer_variables, outputs
 
     def step(state):
         if part == "gradients":  # the next step starts from the same weights, not the gradients
-            return (state[0], *train_step(state)[1:])
-        return train_step(state)
+            return (state[0], *train_step(state[:3], batch)[1:])
+        return train_step(state[:3], batch)
 
     state = (
         [v.value for v in model.trainable_variables],
         [v.value for v in model.non_trainable_variables],
         [v.value for v in optimizer.variables],
-        jax.numpy.zeros((), "float32"),
+        None,
     )
     seconds = timed(step, state, steps, warmup, lambda s: jax.block_until_ready(s[3]), profile)
     return shape["batch"] / seconds
@@ -362,12 +370,12 @@ def bert_tf_forward(shape, steps, warmup, profile=None, compiler_options=None):
     )
 
     @functools.partial(jax.jit, compiler_options=compiler_options)
-    def forward(variables):
+    def forward(variables, inputs):  # the inputs an argument, not constants XLA could fold
         outputs, _ = model.stateless_call(*variables, inputs)
         return outputs["sequence_output"]
 
     def step(state):
-        return state[0], forward(state[0])
+        return state[0], forward(state[0], inputs)
 
     seconds = timed(step, (variables, None), steps, warmup, lambda s: jax.block_until_ready(s[1]), profile)
     return shape["batch"] / seconds
