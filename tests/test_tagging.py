@@ -71,6 +71,50 @@ def test_conll_reader_names_the_file_and_line_of_a_bad_row(tmp_path):
         tagging.read_conll(str(path), "dev")
 
 
+def test_conll_reader_columns_encoding_and_byte_order_mark(tmp_path):
+    """Columns are split at spaces and tabs only, as conlleval's: a no-break space or an
+    ideographic space is part of a token. A UTF-8 byte-order mark is no part of the first word
+    (it made `-DOCSTART-` a word), and bytes that are not UTF-8 are an error naming the line
+    (they were dropped, and a word of them vanished)."""
+    path = tmp_path / "train.txt"
+    path.write_bytes("\ufeff-DOCSTART- O\n\n10\u00a0000 CD\tO\n\u3000 PU O\n".encode())
+    [example] = tagging.read_conll(str(path), "train")
+    assert (example.words, example.tags, example.line) == (["10\u00a0000", "\u3000"], ["O", "O"], 3)
+    path.write_bytes("Essen B-LOC\r\nM\xfcnchen B-LOC\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"train\.txt:2: not UTF-8 \(invalid start byte at byte 14\)$"):
+        tagging.read_conll(str(path), "train")
+
+
+def _options(tmp_path, **changes):
+    values = dict(
+        labels=",".join(LABELS),
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(tmp_path / "out"),
+        do_predict=True,
+        predict_file=os.path.join(DEMO, "test.txt"),
+    )
+    return tagging.TaggingOptions(**dict(values, **changes))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(predict_file="EMPTY"), r"^.*/empty\.txt: no sentence$"),
+        (dict(do_eval=True, eval_file="EMPTY"), r"^.*/empty\.txt: no sentence$"),
+        (dict(labels="O,B-PER,O"), r"^--labels names O more than once$"),
+        (dict(labels=" , ,"), r"^--labels=' , ,' names no label$"),
+    ],
+)
+def test_bad_input_is_an_error_before_anything_is_written(tmp_path, fixtures_dir, changes, message):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("-DOCSTART- O\n\n \t\n")
+    changes = {key: str(empty) if value == "EMPTY" else value for key, value in changes.items()}
+    with pytest.raises(ValueError, match=message):
+        tagging.run_tagger(_options(tmp_path, **changes))
+    assert not (tmp_path / "out").exists()
+
+
 def test_no_training_step_names_the_file_before_anything_is_written(tmp_path, fixtures_dir):
     train_file = tmp_path / "train.txt"
     train_file.write_text("-DOCSTART- -X- -X- O\n\n")  # no sentence
@@ -253,6 +297,21 @@ def trained(tmp_path_factory, fixtures_dir):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result.stderr, workdir / "export"
+
+
+def test_the_trained_labels_are_kept_and_checked(trained, tmp_path):
+    """A head's outputs are positions: predicting with the labels in another order renamed
+    every prediction. The labels the model was trained on are kept beside its checkpoints, and
+    other labels are an error naming them."""
+    output_dir = trained[0]
+    labels = sorted(
+        {tag for e in tagging.read_conll(os.path.join(DEMO, "train.txt"), "train") for tag in e.tags}
+    )
+    assert (output_dir / "labels.txt").read_text() == "".join(f"{label}\n" for label in labels)
+    reordered = [labels[1], labels[0], *labels[2:]]
+    options = _options(tmp_path, output_dir=str(output_dir), labels=",".join(reordered))
+    with pytest.raises(ValueError, match=rf"^the labels \({reordered[0]},{reordered[1]},.*\) are not those"):
+        tagging.run_tagger(options)
 
 
 def test_learns_the_names_task(trained):

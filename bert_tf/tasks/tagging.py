@@ -28,6 +28,7 @@ import functools
 import io
 import logging
 import os
+import re
 
 import keras
 from keras import ops
@@ -45,6 +46,8 @@ DOCSTART = "-DOCSTART-"
 TAGGING_DROPOUT = 0.1
 EVAL_PREDICTIONS = "eval_predictions.txt"
 TEST_PREDICTIONS = "test_predictions.txt"
+# The labels, in the order of the head's outputs, that the model in --output_dir was trained on.
+LABELS_FILE = "labels.txt"
 
 
 @dataclasses.dataclass
@@ -66,6 +69,10 @@ class TaggingExample:
     line: int
 
 
+# CoNLL's columns: spaces or tabs (`str.split()` would also split a token at a no-break space).
+_COLUMN_SEPARATORS = re.compile(r"[ \t]+")
+
+
 def read_conll(input_file, set_type, require_tags=True):
     """Reads the sentences of a CoNLL-style file.
 
@@ -77,10 +84,13 @@ def read_conll(input_file, set_type, require_tags=True):
     Returns:
       A list of `TaggingExample`.
 
+    Columns are separated by spaces and tabs only (a no-break space can be part of a token), and
+    a UTF-8 byte-order mark at the start is not part of the first line.
+
     Raises:
-      ValueError: The file is missing, a line has a different number of columns from the file's
-        first word line, or (with `require_tags`) a line has no tag column; the message names
-        the file and line.
+      ValueError: The file is missing, a line is not UTF-8, a line has a different number of
+        columns from the file's first word line, or (with `require_tags`) a line has no tag
+        column; the message names the file and line.
     """
     if not isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
@@ -102,10 +112,16 @@ def read_conll(input_file, set_type, require_tags=True):
         tags.clear()
 
     with open_file(input_file, "rb") as reader:
-        text = reader.read().decode("utf-8", "ignore")
+        data = reader.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line_number = len(re.findall(r"\r\n|\r|\n", data[: e.start].decode("utf-8"))) + 1
+        raise ValueError(f"{input_file}:{line_number}: not UTF-8 ({e.reason} at byte {e.start})") from None
     # Lines as Python's text mode splits them ("\n", "\r\n" or "\r"), also from gs:// files.
     for line_number, line in enumerate(io.StringIO(text, newline=None), start=1):
-        columns = line.split()
+        columns = _COLUMN_SEPARATORS.split(line.strip(" \t\n"))
+        columns = [] if columns == [""] else columns
         if not columns or columns[0] == DOCSTART:
             end_sentence()
             continue
@@ -167,7 +183,7 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
     """
     budget = max_seq_length - 2
     if budget < 1:
-        raise ValueError(f"max_seq_length {max_seq_length} is too short for tagging (at least 3)")
+        raise ValueError(f"--max_seq_length={max_seq_length} is too short for tagging (at least 3)")
     pieces = [tokenizer.tokenize(word)[:budget] or ["[UNK]"] for word in example.words]
     labels = [0] * len(example.words)
     if example.tags is not None:
@@ -486,12 +502,32 @@ class TaggingOptions(FinetuningOptions):
 def _label_list(options, train_examples):
     """`--labels` in order, else the tags of the training file, sorted."""
     if options.labels:
-        return [label.strip() for label in options.labels.split(",") if label.strip()]
+        labels = [label.strip() for label in options.labels.split(",") if label.strip()]
+        if not labels:
+            raise ValueError(f"--labels={options.labels!r} names no label")
+        if repeated := sorted({label for label in labels if labels.count(label) > 1}):
+            raise ValueError(f"--labels names {', '.join(repeated)} more than once")
+        return labels
     if train_examples is None:
         if not options.train_file:
             raise ValueError("--labels is required without --train_file (the checkpoint's labels, in order)")
         train_examples = read_conll(options.train_file, "train")
     return sorted({tag for example in train_examples for tag in example.tags})
+
+
+def _check_trained_labels(output_dir, label_list):
+    """Raises a ValueError if `output_dir` holds the labels of a model trained on others (a
+    head's outputs are only positions: other labels would rename every prediction)."""
+    path = os.path.join(output_dir, LABELS_FILE)
+    if not isfile(path):
+        return
+    with open_file(path) as f:
+        trained = f.read().split("\n")[:-1]
+    if trained != label_list:
+        raise ValueError(
+            f"the labels ({','.join(label_list)}) are not those the model in --output_dir was "
+            f"trained on, in their order ({','.join(trained)}, from {path}): pass those as --labels"
+        )
 
 
 def run_tagger(options):
@@ -517,8 +553,12 @@ def run_tagger(options):
     predict_examples = (
         read_conll(options.predict_file, "test", require_tags=False) if options.do_predict else None
     )
+    for flag, examples in (("eval_file", eval_examples), ("predict_file", predict_examples)):
+        if examples == []:  # only blank and -DOCSTART- lines
+            raise ValueError(f"{getattr(options, flag)}: no sentence")
     label_list = _label_list(options, train_examples)
     logger.info("Labels: %s", " ".join(label_list))
+    _check_trained_labels(options.output_dir, label_list)
     spec = name_to_features(options.max_seq_length)
 
     converted = {}  # mode -> (features, record file)
@@ -532,6 +572,10 @@ def run_tagger(options):
             converted[mode] = (features, os.path.join(options.output_dir, f"{mode}.tf_record"))
     for features, path in converted.values():
         write_features(features, path)
+    if options.do_train and runner.distribution.is_chief:
+        labels_file = os.path.join(options.output_dir, LABELS_FILE)
+        with atomic_output(labels_file) as tmp, open_file(tmp, "w") as writer:
+            writer.write("".join(f"{label}\n" for label in label_list))
 
     results = {"train": None, "eval": None, "predict": None, "export": None}
     num_labels = len(label_list)
