@@ -356,7 +356,15 @@ def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(moved_ex
     ]:
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             ids(**inputs(**bad))
+    # The three inputs in other shapes broadcast inside the model: answered, wrongly.
+    for name, shape in (("input_mask", (1, 8)), ("segment_ids", (2, 1)), ("input_mask", (2, 9))):
+        request = dict(inputs(), **{name: tf.zeros(shape, tf.int32)})
+        with pytest.raises(tf.errors.InvalidArgumentError, match=f"{name} is not shaped as input_ids"):
+            ids(**request)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_mask holds a value other than 0 and 1"):
+        ids(**dict(inputs(), input_mask=tf.fill((2, 8), 7)))
     assert ids(**inputs(rows=0))["sequence_output"].shape == (0, 8, 128)
+    assert ids(**inputs(rows=0, seq=0))["pooled_output"].shape == (0, 128)
     assert loaded.signatures["text"](text=tf.zeros([0], tf.string))["pooled_output"].shape == (0, 128)
     with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b hold different numbers"):
         loaded.signatures["text_pair"](text_a=tf.constant(["a", "b"]), text_b=tf.constant(["c"]))

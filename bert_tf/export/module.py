@@ -240,15 +240,38 @@ class ExportModule(tf.Module):
 
     def _ids_signature(self, served):
         def serve(**inputs):
-            longest = tf.debugging.assert_less_equal(
-                tf.shape(inputs["input_ids"])[1],
-                self._max_seq_length,
-                message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
+            rows, length = tf.unstack(tf.shape(inputs["input_ids"]))
+            checks = [
+                tf.debugging.assert_less_equal(
+                    length,
+                    self._max_seq_length,
+                    message=f"input_ids has more than max_seq_length={self._max_seq_length} tokens per row",
+                ),
+                tf.debugging.assert_equal(
+                    tf.logical_or(rows == 0, length > 0),
+                    True,
+                    message="input_ids has no tokens per row (at least [CLS])",
+                ),
+                *(
+                    tf.debugging.assert_equal(
+                        tf.shape(inputs[name]),
+                        tf.shape(inputs["input_ids"]),
+                        message=f"{name} is not shaped as input_ids",
+                    )
+                    for name in ID_INPUTS[1:]
+                ),
+                tf.debugging.assert_equal(
+                    tf.reduce_all((inputs["input_mask"] == 0) | (inputs["input_mask"] == 1)),
+                    True,
+                    message="input_mask holds a value other than 0 and 1",
+                ),
+            ]
+            inputs = after_checks(inputs, [*checks, *self._id_checks(inputs)])
+            # A batch of 0 rows may come with 0 columns, where the pooler reads column 0.
+            padding = [[0, 0], [0, tf.maximum(1 - length, 0)]]
+            return served(
+                {name: tf.pad(x, padding) if name in ID_INPUTS else x for name, x in inputs.items()}
             )
-            some = tf.debugging.assert_positive(
-                tf.shape(inputs["input_ids"])[1], message="input_ids has no tokens per row (at least [CLS])"
-            )
-            return served(after_checks(inputs, [longest, some, *self._id_checks(inputs)]))
 
         return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
 
