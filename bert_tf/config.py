@@ -5,6 +5,7 @@ import difflib
 import inspect
 import json
 import logging
+import math
 
 from bert_tf.files import atomic_output, open_file
 
@@ -75,7 +76,7 @@ class BertConfig:
           num_hidden_layers: Number L of Transformer layers.
           num_attention_heads: Number A of attention heads; must divide `hidden_size`.
           intermediate_size: Width I of the feed-forward ("intermediate") layer.
-          hidden_act: One of `ACTIVATIONS`.
+          hidden_act: One of `ACTIVATIONS`, in any case ("" is "linear", as in the original).
           hidden_dropout_prob: Dropout on embeddings and on every sub-layer output.
           attention_probs_dropout_prob: Dropout on the attention probabilities.
           max_position_embeddings: Longest sequence the position table covers.
@@ -91,7 +92,8 @@ class BertConfig:
         self.num_hidden_layers = num_hidden_layers
         self.num_attention_heads = num_attention_heads
         self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
+        # As the original's `get_activation`: any case, and "" for linear.
+        self.hidden_act = (hidden_act.lower() or "linear") if isinstance(hidden_act, str) else hidden_act
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.max_position_embeddings = max_position_embeddings
@@ -123,13 +125,17 @@ class BertConfig:
                 f"BertConfig: unknown hidden_act {self.hidden_act!r}; "
                 f"expected one of {', '.join(ACTIVATIONS)}"
             )
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"BertConfig: {key} must be a number, got {value!r}")
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
-            if not 0.0 <= float(value) < 1.0:
+            if not 0.0 <= value < 1.0:  # NaN fails too
                 raise ValueError(f"BertConfig: {key} must be in [0, 1), got {value!r}")
-        if float(self.initializer_range) <= 0:
+        if not 0 < self.initializer_range < math.inf:
             raise ValueError(
-                f"BertConfig: initializer_range must be positive, got {self.initializer_range!r}"
+                f"BertConfig: initializer_range must be positive and finite, got {self.initializer_range!r}"
             )
 
     @property

@@ -83,6 +83,11 @@ def test_released_configs_read_without_warnings_and_odd_keys_are_warned_of(fixtu
         ({"num_hidden_layers": 0}, "num_hidden_layers must be a positive integer"),
         ({"vocab_size": "30522"}, "vocab_size must be a positive integer"),
         ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be in \[0, 1\)"),
+        # A string passed the range check as float("0.1") and failed when the model was built.
+        ({"hidden_dropout_prob": "0.1"}, r"hidden_dropout_prob must be a number, got '0.1'"),
+        ({"initializer_range": "0.02"}, r"initializer_range must be a number, got '0.02'"),
+        ({"initializer_range": float("nan")}, r"initializer_range must be positive and finite, got nan"),
+        ({"attention_probs_dropout_prob": float("nan")}, r"attention_probs_dropout_prob must be in"),
     ],
 )
 def test_invalid_values_are_clear_errors(overrides, message):
@@ -90,6 +95,12 @@ def test_invalid_values_are_clear_errors(overrides, message):
     values.update(overrides)
     with pytest.raises(ValueError, match=message):
         BertConfig.from_dict(values)
+
+
+@pytest.mark.parametrize("written, act", [("GELU", "gelu"), ("Relu", "relu"), ("", "linear")])
+def test_activation_names_are_read_as_the_original_reads_them(written, act):
+    """The original's `get_activation` lower-cases the name and takes "" for linear."""
+    assert BertConfig.from_dict(dict(vocab_size=10, hidden_act=written)).hidden_act == act
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_exact", "relu", "tanh", "linear"])

@@ -636,7 +636,7 @@ def test_exporting_over_a_version_is_refused_before_loading(moved_export):
 
 @pytest.mark.parametrize(
     "case",
-    ["vocab size", "max_seq_length", "missing checkpoint"],
+    ["vocab size", "max_seq_length", "missing checkpoint", "cut keras file"],
 )
 def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
     flags = {
@@ -654,9 +654,13 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
     elif case == "max_seq_length":
         flags["max_seq_length"] = "513"
         expected = "max_seq_length 513 is above the model's max_position_embeddings (512)"
-    else:
+    elif case == "missing checkpoint":
         flags["init_checkpoint"] = str(tmp_path / "no_such" / "bert_model.ckpt")
         expected = os.path.join("no_such", "bert_model.ckpt")
+    else:  # Keras says "File not found" of a file that is there
+        (tmp_path / "cut.keras").write_bytes(b"PK\x03\x04 cut short")
+        flags["init_checkpoint"] = str(tmp_path / "cut.keras")
+        expected = "cut.keras: not a Keras model saved as .keras (not a whole zip archive)"
     result = run_tool(*(f"--{k}={v}" for k, v in flags.items()))
     assert result.returncode == 2, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]

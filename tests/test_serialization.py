@@ -200,3 +200,35 @@ def test_heads_only_pretrainer_round_trips():
     assert sorted(got) == sorted(want) and "sequence_output" not in got
     for key in want:
         np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(want[key]))
+
+
+@pytest.mark.parametrize("task", ["classifier", "squad", "tagger"])
+def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
+    """The fine-tuning models were plain Keras models: `get_config` and `.save` failed. Their
+    weights, outputs and the untrained pooler's frozen flag survive a `.keras` file."""
+    from bert_tf.tasks.classifier import BertClassifier
+    from bert_tf.tasks.squad import BertSquad
+    from bert_tf.tasks.tagging import BertTagger
+
+    config = BertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    make = {
+        "classifier": lambda: BertClassifier(config.to_dict(), 3),
+        "squad": lambda: BertSquad(config),
+        "tagger": lambda: BertTagger(config, 5, dtype="mixed_bfloat16"),
+    }[task]
+    model = make()
+    inputs = {
+        "input_ids": np.array([[2, 7, 9, 3, 0]], "int32"),
+        "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
+        "segment_ids": np.zeros((1, 5), "int32"),
+    }
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded) is type(model)
+    assert [w.path for w in loaded.weights] == [w.path for w in model.weights]
+    assert [w.path for w in loaded.trainable_weights] == [w.path for w in model.trainable_weights]
+    for name, value in model(inputs).items():
+        np.testing.assert_array_equal(np.asarray(loaded(inputs)[name]), np.asarray(value))

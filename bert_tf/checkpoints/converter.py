@@ -204,6 +204,29 @@ def save_keras(model, output):
             model.save_weights(tmp)
 
 
+def load_keras_bert(path):
+    """The bert_tf `BertModel` or `BertPretrainer` saved as a `.keras` file at `path`.
+
+    Raises:
+      ValueError: The file is missing, a directory, not a whole zip archive (where Keras would
+        say it is not found), not a Keras model, or another model; the message names it.
+    """
+    if not files.exists(path):
+        raise ValueError(f"{path}: no such Keras model file")
+    if files.isdir(path):
+        raise ValueError(f"{path}: a directory, not a Keras model saved as .keras")
+    with files.open_file(path, "rb") as reader:
+        if not zipfile.is_zipfile(reader):
+            raise ValueError(f"{path}: not a Keras model saved as .keras (not a whole zip archive)")
+    try:
+        model = keras.models.load_model(path)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
+    if not isinstance(model, (BertModel, BertPretrainer)):
+        raise ValueError(f"{path}: a {type(model).__name__}, not a bert_tf BertModel or BertPretrainer")
+    return model
+
+
 def keras_to_google(keras_model, output_checkpoint):
     """Writes a Keras model as a Google checkpoint plus `bert_config.json`, and checks the bytes.
 
@@ -223,20 +246,7 @@ def keras_to_google(keras_model, output_checkpoint):
     output_checkpoint = checkpoint_output_prefix(output_checkpoint)
     files.check_output_path(output_checkpoint, "--output")
     if isinstance(keras_model, str):
-        if not files.exists(keras_model):
-            raise ValueError(f"{keras_model}: no such Keras model file")
-        if files.isdir(keras_model):
-            raise ValueError(f"{keras_model}: a directory, not a Keras model saved as .keras")
-        path = keras_model
-        with files.open_file(path, "rb") as reader:
-            if not zipfile.is_zipfile(reader):  # Keras would say the file is not found
-                raise ValueError(f"{path}: not a Keras model saved as .keras (not a whole zip archive)")
-        try:
-            keras_model = keras.models.load_model(path)
-        except (ValueError, OSError) as e:
-            raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
-        if not isinstance(keras_model, (BertModel, BertPretrainer)):
-            raise ValueError(f"{path}: not a bert_tf BertModel or BertPretrainer")
+        keras_model = load_keras_bert(keras_model)
     foreign = [w.path for w in keras_model.weights if not w.path.startswith(("bert/", "cls/"))]
     if isinstance(keras_model, (BertModel, BertPretrainer)) and foreign:
         raise ValueError(

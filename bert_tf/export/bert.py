@@ -6,10 +6,10 @@ import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
+from bert_tf.checkpoints.converter import load_keras_bert
 from bert_tf.config import BertConfig
 from bert_tf.export.module import ServedModel, after_checks, export_saved_model
 from bert_tf.export.versioning import check_version
-from bert_tf.files import isfile
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.text import tokenization
 
@@ -91,11 +91,7 @@ def check_vocab_and_length(config, vocab_file, max_seq_length):
 
 
 def _load_keras_model(path, bert_config_file):
-    if not isfile(path):
-        raise ValueError(f"{path}: no such Keras model file")
-    model = keras.models.load_model(path)
-    if not isinstance(model, (BertModel, BertPretrainer)):
-        raise ValueError(f"{path}: a {type(model).__name__}, not a bert_tf BertModel or BertPretrainer")
+    model = load_keras_bert(path)
     if bert_config_file and BertConfig.from_json_file(bert_config_file) != model.config:
         raise ValueError(f"{bert_config_file}: does not describe the model in {path}")
     return model

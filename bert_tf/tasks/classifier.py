@@ -31,6 +31,7 @@ from bert_tf.modeling import BertModel
 from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import create_output_weights, output_logits
 from bert_tf.modeling.losses import negative_log_likelihood
+from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.tasks.finetuning import FinetuningOptions, FinetuningRunner, write_records
 from bert_tf.text.packing import pack_inputs
 
@@ -449,7 +450,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     return write_records(output_file, records())
 
 
-class BertClassifier(keras.Model):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertClassifier(BertConfigured, keras.Model):
     """`BertModel` plus the original's classification head (module docstring).
 
     Inputs: the dict of int [batch, seq] `input_ids`, `input_mask`, `segment_ids` (other
@@ -457,20 +459,25 @@ class BertClassifier(keras.Model):
     Outputs: float32 `logits`, `probabilities` and `log_probs` [batch, num_labels].
 
     Args:
-      config: A `BertConfig`.
+      config: A `BertConfig` (or its dict).
       num_labels: The number of classes.
       dtype: The dtype policy (e.g. "mixed_bfloat16"); the head computes in float32.
     """
 
     def __init__(self, config, num_labels, name="bert_classifier", dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
-        self.config = config
+        super().__init__(config, name=name, dtype=dtype, **kwargs)
+        config = self.config
         self.num_labels = num_labels
         self.bert = BertModel(config, dtype=self.dtype_policy)
         # Created here, outside any layer's scope: the original's top-level names.
         self.output_weights, self.output_bias = create_output_weights(num_labels, config.hidden_size)
         self.dropout = Dropout(CLASSIFIER_DROPOUT, dtype=self.dtype_policy)
         self.built = True
+
+    def get_config(self):
+        config = super().get_config()
+        config["num_labels"] = self.num_labels
+        return config
 
     def call(self, inputs, training=False):
         pooled_output = self.dropout(self.bert(inputs, training=training)["pooled_output"], training=training)

@@ -57,6 +57,7 @@ from bert_tf.files import atomic_output, isfile, open_file
 from bert_tf.modeling import BertModel
 from bert_tf.modeling.heads import ClsOutput
 from bert_tf.modeling.losses import negative_log_likelihood
+from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.tasks.finetuning import EVAL_RESULTS, FinetuningOptions, FinetuningRunner, write_records
 from bert_tf.tasks.squad_evaluation import squad_field
 from bert_tf.text.tokenization import BasicTokenizer, whitespace_tokenize
@@ -681,7 +682,8 @@ def write_predictions(
 # -- model and loss -------------------------------------------------------------------------
 
 
-class BertSquad(keras.Model):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSquad(BertConfigured, keras.Model):
     """`BertModel` plus the span head: the original's `run_squad.create_model`.
 
     Variables: `BertModel`'s, then `cls/squad/output_weights` [2, H] (row 0 start, row 1 end;
@@ -694,13 +696,13 @@ class BertSquad(keras.Model):
     Outputs: float32 [batch, seq] `start_logits` and `end_logits`.
 
     Args:
-      config: A `BertConfig`.
+      config: A `BertConfig` (or its dict).
       dtype: The dtype policy (e.g. "mixed_bfloat16"); the head computes in float32.
     """
 
     def __init__(self, config, name="bert_squad", dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
-        self.config = config
+        super().__init__(config, name=name, dtype=dtype, **kwargs)
+        config = self.config
         self.bert = BertModel(config, dtype=self.dtype_policy)
         self.bert.pooler.trainable = False
         self.cls = ClsOutput("squad", 2, config.hidden_size, dtype=self.dtype_policy)

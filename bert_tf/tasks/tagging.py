@@ -38,6 +38,7 @@ from bert_tf.modeling import BertModel
 from bert_tf.modeling.dropout import Dropout
 from bert_tf.modeling.heads import ClsOutput
 from bert_tf.modeling.losses import negative_log_likelihood
+from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.tasks.finetuning import FinetuningOptions, FinetuningRunner, write_records
 
 logger = logging.getLogger(__name__)
@@ -289,7 +290,8 @@ def write_features(features, output_file):
     )
 
 
-class BertTagger(keras.Model):
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTagger(BertConfigured, keras.Model):
     """`BertModel` plus a tagging head (module docstring).
 
     Inputs: the dict of int [batch, seq] `input_ids`, `input_mask`, `segment_ids`.
@@ -297,14 +299,14 @@ class BertTagger(keras.Model):
     `predictions` [batch, seq].
 
     Args:
-      config: A `BertConfig`.
+      config: A `BertConfig` (or its dict).
       num_labels: The number of tags.
       dtype: The dtype policy; the head computes in float32.
     """
 
     def __init__(self, config, num_labels, name="bert_tagger", dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
-        self.config = config
+        super().__init__(config, name=name, dtype=dtype, **kwargs)
+        config = self.config
         self.num_labels = num_labels
         self.bert = BertModel(config, dtype=self.dtype_policy)
         # The loss does not reach the pooler; the original's optimizer leaves such variables
@@ -314,6 +316,11 @@ class BertTagger(keras.Model):
         self.cls.build()
         self.dropout = Dropout(TAGGING_DROPOUT, dtype=self.dtype_policy)
         self.built = True
+
+    def get_config(self):
+        config = super().get_config()
+        config["num_labels"] = self.num_labels
+        return config
 
     def call(self, inputs, training=False):
         sequence_output = self.bert(inputs, training=training)["sequence_output"]
