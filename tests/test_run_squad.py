@@ -336,6 +336,19 @@ def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
         assert predictions[qid] == ("" if null_odds[qid] > -1.0 else best_non_null["text"])
 
 
+def _options(tmp_path, **changes):
+    """`SquadOptions` on google_tiny into `tmp_path / "out"`, short sequences, with `changes`."""
+    values = dict(
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(tmp_path / "out"),
+        max_seq_length=32,
+        max_query_length=8,
+    )
+    return squad.SquadOptions(**dict(values, **changes))
+
+
 def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, caplog):
     context = "Paris is the capital of France."
     qas = [
@@ -344,17 +357,8 @@ def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, capl
     ]
     train_file = tmp_path / "train.json"
     train_file.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
-    options = squad.SquadOptions(
-        vocab_file=VOCAB,
-        bert_config_file=mf.GOOGLE_TINY_CONFIG,
-        init_checkpoint=mf.GOOGLE_TINY_CKPT,
-        output_dir=str(tmp_path / "out"),
-        do_train=True,
-        train_file=str(train_file),
-        max_seq_length=32,
-        max_query_length=8,
-        train_batch_size=1,
-        num_train_epochs=1,
+    options = _options(
+        tmp_path, do_train=True, train_file=str(train_file), train_batch_size=1, num_train_epochs=1
     )
     with caplog.at_level(logging.INFO):
         squad.run_squad(options)
@@ -381,11 +385,8 @@ def test_eval_data_is_checked_before_the_predictions_are_written(fixtures_dir, t
     }
     for name, text in earlier.items():
         (output_dir / name).write_text(text)
-    options = squad.SquadOptions(
-        vocab_file=VOCAB,
-        bert_config_file=mf.GOOGLE_TINY_CONFIG,
-        init_checkpoint=mf.GOOGLE_TINY_CKPT,
-        output_dir=str(output_dir),
+    options = _options(
+        tmp_path,
         do_predict=True,
         do_eval=True,
         predict_file=str(predict_file),
@@ -407,16 +408,8 @@ def test_questions_on_empty_paragraphs_get_the_originals_answers(fixtures_dir, t
     qas = [{"id": "q1", "question": "Who?", "answers": [], "is_impossible": True}]
     predict_file = tmp_path / "dev.json"
     predict_file.write_text(json.dumps({"data": [{"paragraphs": [{"context": " ", "qas": qas}]}]}))
-    options = squad.SquadOptions(
-        vocab_file=VOCAB,
-        bert_config_file=mf.GOOGLE_TINY_CONFIG,
-        init_checkpoint=mf.GOOGLE_TINY_CKPT,
-        output_dir=str(tmp_path / "out"),
-        do_predict=True,
-        predict_file=str(predict_file),
-        max_seq_length=32,
-        max_query_length=8,
-        version_2_with_negative=version_2,
+    options = _options(
+        tmp_path, do_predict=True, predict_file=str(predict_file), version_2_with_negative=version_2
     )
     squad.run_squad(options)
     predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
@@ -428,15 +421,7 @@ def test_questions_on_empty_paragraphs_get_the_originals_answers(fixtures_dir, t
 def test_a_predict_file_without_questions_is_an_error(fixtures_dir, tmp_path):
     predict_file = tmp_path / "dev.json"
     predict_file.write_text(json.dumps({"data": []}))
-    options = squad.SquadOptions(
-        vocab_file=VOCAB,
-        bert_config_file=mf.GOOGLE_TINY_CONFIG,
-        output_dir=str(tmp_path / "out"),
-        do_predict=True,
-        predict_file=str(predict_file),
-        max_seq_length=32,
-        max_query_length=8,
-    )
+    options = _options(tmp_path, init_checkpoint=None, do_predict=True, predict_file=str(predict_file))
     with pytest.raises(ValueError, match=rf"^{predict_file}: no questions to predict$"):
         squad.run_squad(options)
     assert not (tmp_path / "out").exists()
@@ -445,10 +430,9 @@ def test_a_predict_file_without_questions_is_an_error(fixtures_dir, tmp_path):
 def test_no_training_step_names_the_file_and_writes_nothing(fixtures_dir, tmp_path):
     train_file = tmp_path / "train.json"
     train_file.write_text(json.dumps({"data": []}))
-    options = squad.SquadOptions(
-        vocab_file=VOCAB,
-        bert_config_file=mf.GOOGLE_TINY_CONFIG,
-        output_dir=str(tmp_path / "out"),
+    options = _options(
+        tmp_path,
+        init_checkpoint=None,
         do_train=True,
         train_file=str(train_file),
         do_predict=True,

@@ -70,8 +70,9 @@ class TaggingExample:
     line: int
 
 
-# CoNLL's columns: spaces or tabs (`str.split()` would also split a token at a no-break space).
-_COLUMN_SEPARATORS = re.compile(r"[ \t]+")
+# A CoNLL column: what lies between spaces and tabs (`str.split()` would also split a token at a
+# no-break space).
+_COLUMN = re.compile(r"[^ \t\n]+")
 
 
 def read_conll(input_file, set_type, require_tags=True):
@@ -121,8 +122,7 @@ def read_conll(input_file, set_type, require_tags=True):
         raise ValueError(f"{input_file}:{line_number}: not UTF-8 ({e.reason} at byte {e.start})") from None
     # Lines as Python's text mode splits them ("\n", "\r\n" or "\r"), also from gs:// files.
     for line_number, line in enumerate(io.StringIO(text, newline=None), start=1):
-        columns = _COLUMN_SEPARATORS.split(line.strip(" \t\n"))
-        columns = [] if columns == [""] else columns
+        columns = _COLUMN.findall(line)
         if not columns or columns[0] == DOCSTART:
             end_sentence()
             continue
