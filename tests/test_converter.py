@@ -11,6 +11,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.checkpoints import converter, reference
+from bert_tf.config import BertConfig
+from bert_tf.modeling import BertModel
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -132,12 +134,25 @@ def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_p
     (tmp_path / "cut.keras").write_bytes((tmp_path / "cut.keras").read_bytes()[:1000])
     with pytest.raises(ValueError, match=r"cut\.keras: not a Keras model saved as \.keras \(not a whole zip"):
         converter.keras_to_google(str(tmp_path / "cut.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    # A .keras file whose config was edited to fewer layers than its weights: Keras' load_model
+    # would build the smaller model and drop the other layers' weights without a word.
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    model.save(tmp_path / "two.keras")
+    with zipfile.ZipFile(tmp_path / "two.keras") as two, zipfile.ZipFile(tmp_path / "one.keras", "w") as one:
+        for name in two.namelist():
+            content = two.read(name)
+            if name == "config.json":
+                content = content.replace(b'"num_hidden_layers": 2', b'"num_hidden_layers": 1')
+            one.writestr(name, content)
+    with pytest.raises(ValueError, match=r"one\.keras: its weights file holds 39 weights, .* has 23: "):
+        converter.keras_to_google(str(tmp_path / "one.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
+    assert converter.load_keras_bert(str(tmp_path / "two.keras")).config.num_hidden_layers == 2
     with pytest.raises(ValueError, match=r"d\.keras: a directory, not a Keras model saved as \.keras"):
         converter.keras_to_google(str(tmp_path / "d.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
     with pytest.raises(ValueError, match=r"d\.keras: a directory, not a bert_config\.json file"):
         converter.google_to_keras(str(tmp_path / "d.keras"), mf.GOOGLE_TINY_CKPT)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["cut.keras", "d.keras", "one_layer.json", "text.keras"]
+    assert names == ["cut.keras", "d.keras", "one.keras", "one_layer.json", "text.keras", "two.keras"]
 
 
 def test_a_training_checkpoint_is_read_for_its_weights_only(fixtures_dir, tmp_path):

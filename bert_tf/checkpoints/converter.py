@@ -6,10 +6,12 @@ difference of each component is reported.
 """
 
 import dataclasses
+import io
 import logging
 import os
 import zipfile
 
+import h5py
 import keras
 import numpy as np
 
@@ -209,7 +211,8 @@ def load_keras_bert(path):
 
     Raises:
       ValueError: The file is missing, a directory, not a whole zip archive (where Keras would
-        say it is not found), not a Keras model, or another model; the message names it.
+        say it is not found), not a Keras model, another model, or holds more weights than its
+        config's model (Keras would drop them); the message names it.
     """
     if not files.exists(path):
         raise ValueError(f"{path}: no such Keras model file")
@@ -224,7 +227,24 @@ def load_keras_bert(path):
         raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
     if not isinstance(model, (BertModel, BertPretrainer)):
         raise ValueError(f"{path}: a {type(model).__name__}, not a bert_tf BertModel or BertPretrainer")
+    stored = _stored_weight_count(path)
+    if stored != len(model.weights):
+        raise ValueError(
+            f"{path}: its weights file holds {stored} weights, the model its config.json describes "
+            f"has {len(model.weights)}: the config does not fit the weights (num_hidden_layers?)"
+        )
     return model
+
+
+def _stored_weight_count(path):
+    """The number of model weights in the `model.weights.h5` of the `.keras` file at `path`
+    (Keras' `load_model` loads the weights its config's layers name and ignores the others)."""
+    with files.open_file(path, "rb") as reader, zipfile.ZipFile(reader) as archive:
+        stored = archive.read("model.weights.h5")
+    arrays = []
+    with h5py.File(io.BytesIO(stored), "r") as weights:
+        weights.visititems(lambda name, item: arrays.append(name) if isinstance(item, h5py.Dataset) else None)
+    return sum(1 for name in arrays if name.split("/")[0] != "optimizer")
 
 
 def keras_to_google(keras_model, output_checkpoint):
