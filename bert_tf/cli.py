@@ -129,7 +129,8 @@ def run(main, flags_parser=app.parse_flags_with_usage):
     `OSError` (a file, a network) and TensorFlow's errors of files and networks (`gs://` without
     a network, a missing object) likewise, with exit status 1. SIGTERM exits with status 143
     through the tool's cleanup (`finally` blocks and context managers run: temporary files are
-    deleted), where Python's default would end the process on the spot.
+    deleted), where Python's default would end the process on the spot; SIGINT (Ctrl-C) with
+    status 130 and the line `interrupted`, without a traceback.
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
@@ -150,6 +151,9 @@ def run(main, flags_parser=app.parse_flags_with_usage):
         except (OSError, *_TENSORFLOW_IO_ERRORS) as e:
             print(f"error: {_one_line(e)}", file=sys.stderr)
             status = 1
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            status = 128 + signal.SIGINT
         sys.exit(status or 0)
 
     app.run(checked_main, flags_parser=flags_parser)

@@ -297,3 +297,23 @@ def test_a_tool_takes_the_originals_flags_with_its_defaults(tool):
         elif isinstance(default, (int, float)):
             assert kind == {int: "int", float: "float"}[type(default)], (tool, name, kind)
         assert our_default == default, (tool, name, our_default, default)
+
+
+@pytest.mark.parametrize("signum, status, line", [(15, 143, "cleaned up"), (2, 130, "interrupted")])
+def test_sigterm_and_sigint_end_a_tool_through_its_cleanup_without_a_traceback(signum, status, line):
+    script = (
+        "import os, sys\n"
+        "from bert_tf import cli\n"
+        "def main(argv):\n"
+        "    try:\n"
+        f"        os.kill(os.getpid(), {signum})\n"
+        "        while True: pass\n"
+        "    finally:\n"
+        "        print('cleaned up', file=sys.stderr)\n"
+        "cli.run(main)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == status, result.stderr[-2000:]
+    assert line in result.stderr.splitlines() and "Traceback" not in result.stderr

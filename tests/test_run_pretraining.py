@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -47,7 +48,8 @@ def workdir(tmp_path_factory, fixtures_dir):
     return directory
 
 
-def _args(workdir, output_dir, steps, **extra):
+def _flags(workdir, output_dir, steps, **extra):
+    """The flags of a run (of `_args`, or `PretrainingOptions`' fields)."""
     flags = dict(
         input_file=workdir / "data.tfrecord",
         bert_config_file=workdir / "bert_config.json",
@@ -65,7 +67,11 @@ def _args(workdir, output_dir, steps, **extra):
         keep_checkpoint_max=0,
     )
     flags.update(extra)
-    return [TOOL] + [f"--{k}={v}" for k, v in flags.items()]
+    return {name: str(value) if isinstance(value, os.PathLike) else value for name, value in flags.items()}
+
+
+def _args(workdir, output_dir, steps, **extra):
+    return [TOOL] + [f"--{k}={v}" for k, v in _flags(workdir, output_dir, steps, **extra).items()]
 
 
 def _run(args, env=None, **kwargs):
@@ -119,6 +125,52 @@ def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted)
     straight = _weights(str(uninterrupted[0] / "model.ckpt-40"))
     assert resumed.keys() == straight.keys()
     assert int(resumed["global_step"]) == 40
+    for name, value in straight.items():
+        np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_sigterm_saves_the_step_in_progress_and_the_rerun_equals_an_uninterrupted_run(
+    workdir, uninterrupted, monkeypatch
+):
+    """One block of all 40 steps: SIGTERM, sent once the step counter reads 3, ends the block
+    after the step in progress (not after step 40), saves that step with its input position
+    and exits with status 143; the same run again then ends as the uninterrupted run does."""
+    from bert_tf.training import step as step_module
+
+    assert threading.current_thread() is threading.main_thread()  # else SIGTERM would kill pytest
+    steps = []
+    original_init = step_module.TrainStep.__init__
+
+    def recording_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        steps.append(self)
+
+    def terminate_at_step_3():
+        while not steps or int(steps[0].optimizer.iterations.numpy()) < 3:
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(step_module.TrainStep, "__init__", recording_init)
+    output_dir = workdir / "terminated"
+    options = PretrainingOptions(
+        **_flags(workdir, output_dir, 40, save_checkpoints_steps=40, iterations_per_loop=40)
+    )
+    signaller = threading.Thread(target=terminate_at_step_3)
+    signaller.start()
+    with pytest.raises(SystemExit) as stopped:
+        run_pretraining(options)
+    signaller.join()
+    assert stopped.value.code == 143
+    stopped_at = tf.train.latest_checkpoint(str(output_dir))
+    step = int(_weights(stopped_at)["global_step"])
+    assert 3 <= step < 40 and stopped_at.endswith(f"model.ckpt-{step}"), stopped_at
+    assert (output_dir / "input_state" / f"model.ckpt-{step}.worker-0.index").exists()
+    assert signal.getsignal(signal.SIGTERM) is not None and signal.set_wakeup_fd(-1) == -1  # restored
+
+    run_pretraining(options)
+    resumed = _weights(str(output_dir / "model.ckpt-40"))
+    straight = _weights(str(uninterrupted[0] / "model.ckpt-40"))
+    assert resumed.keys() == straight.keys()
     for name, value in straight.items():
         np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-5, err_msg=name)
 

@@ -7,7 +7,9 @@ of up to `iterations_per_loop` steps in one `tf.function` call, reads the metric
 blocks, logs a progress line and TensorBoard scalars, saves every `save_checkpoints_steps` steps
 and at the end, and stops with a one-line error naming the step if a loss is not finite (the
 last checkpoint on disk stays the latest). Running again with a larger `num_train_steps`
-continues to the new total, as the original's Estimator does.
+continues to the new total, as the original's Estimator does. SIGTERM or SIGINT ends a
+single-worker run after the step in progress, with a checkpoint of that step
+(`bert_tf.training.interruption`).
 """
 
 import dataclasses
@@ -24,6 +26,7 @@ from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output, open_file
 from bert_tf.training.checkpointing import TrainingCheckpoints, latest_checkpoint
+from bert_tf.training.interruption import StopOnSignal
 from bert_tf.training.step import EvalStep, TrainStep
 
 logger = logging.getLogger(__name__)
@@ -189,37 +192,56 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         config.global_batch_size,
         distribution.num_replicas,
     )
-    while step < config.num_train_steps:
-        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-        block = min(config.iterations_per_loop, config.num_train_steps - step, next_save - step)
-        start = time.monotonic()
-        step_fn.train(iterator, tf.constant(block, tf.int32))
-        failed = int(step_fn.nonfinite_step.numpy())
-        if failed >= 0:
-            raise TrainingStopped(
-                f"step {failed + 1}: the loss or its gradient is NaN or infinite; training stopped. "
-                f"The latest checkpoint is {latest or 'none (no checkpoint was saved yet)'}; "
-                "check the input data and the learning rate"
-            )
-        step = int(optimizer.iterations.numpy())
-        examples_per_second = block * config.global_batch_size / (time.monotonic() - start)
-        results = dict(step_fn.metrics.result(), global_step=step)
-        step_fn.metrics.reset()
-        learning_rate = optimizer.learning_rate_of_update(step)
-        if distribution.is_chief:
-            progress.show(step, results["loss"], learning_rate, examples_per_second)
-            scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)
-            if loss_scale is not None:
-                scalars["loss_scale"] = float(loss_scale.scale.numpy())
-            with writer.as_default(step=step):
-                for name, value in scalars.items():
-                    if name != "global_step":
-                        tf.summary.scalar(name, value)
-            writer.flush()
-        if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
-            latest = checkpoints.save(step)
+    saved_step = step
+    with StopOnSignal(step_fn.stop_requested, enabled=distribution.num_workers == 1) as stop:
+        while step < config.num_train_steps and stop.signum is None:
+            next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+            block = min(config.iterations_per_loop, config.num_train_steps - step, next_save - step)
+            start = time.monotonic()
+            step_fn.train(iterator, tf.constant(block, tf.int32))
+            failed = int(step_fn.nonfinite_step.numpy())
+            if failed >= 0:
+                raise TrainingStopped(
+                    f"step {failed + 1}: the loss or its gradient is NaN or infinite; training stopped. "
+                    f"The latest checkpoint is {latest or 'none (no checkpoint was saved yet)'}; "
+                    "check the input data and the learning rate"
+                )
+            block_start, step = step, int(optimizer.iterations.numpy())
+            if step == block_start:  # a signal came before the block's first step
+                continue
+            seconds = time.monotonic() - start
+            results = dict(step_fn.metrics.result(), global_step=step)
+            step_fn.metrics.reset()
+            if distribution.is_chief:
+                _log_block(writer, progress, results, optimizer, loss_scale, seconds, step - block_start)
+            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+                latest, saved_step = checkpoints.save(step), step
+                logger.info("Saved %s", latest)
+        if stop.signum is not None and step != saved_step:
+            latest, saved_step = checkpoints.save(step), step
             logger.info("Saved %s", latest)
+    # Out of the context only now: a second signal during that save did not cut it short.
+    stop.exit_if_stopped(
+        f"training stopped at step {step}, the latest checkpoint is {latest or 'none'}: run the same "
+        "command again to continue from there"
+    )
     return results
+
+
+def _log_block(writer, progress, results, optimizer, loss_scale, seconds, steps):
+    """The progress line and the TensorBoard scalars of a block of `steps` steps."""
+    step = results["global_step"]
+    examples_per_second = steps * progress.global_batch_size / seconds
+    learning_rate = optimizer.learning_rate_of_update(step)
+    progress.show(step, results["loss"], learning_rate, examples_per_second)
+    scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)
+    if loss_scale is not None:
+        scalars["loss_scale"] = float(loss_scale.scale.numpy())
+    with writer.as_default(step=step):
+        for name, value in scalars.items():
+            if name != "global_step":
+                tf.summary.scalar(name, value)
+    writer.flush()
 
 
 def restore_for_inference(model, output_dir, init_checkpoint=None):

@@ -248,6 +248,8 @@ class TrainStep:
             self.metrics = SumMetrics(("loss", "grad_norm", *task.metric_names))
             # The step at which a loss or gradient was not finite (-1: none yet).
             self.nonfinite_step = tf.Variable(-1, dtype=tf.int64, name="nonfinite_step", **_FIRST_REPLICA)
+            # Set (by `bert_tf.training.interruption`) to end a block before its next step.
+            self.stop_requested = tf.Variable(False, name="stop_requested", **_FIRST_REPLICA)
         if compile_elementwise and not _is_tpu(strategy):
             if hasattr(optimizer, "compile_update"):
                 optimizer.compile_update(_xla_compiled_update)
@@ -357,9 +359,10 @@ class TrainStep:
     # -- the loop -----------------------------------------------------------------------------
 
     def _train(self, iterator, num_steps):
-        """Runs up to `num_steps` steps; stops early after a step with a non-finite loss."""
+        """Runs up to `num_steps` steps; stops early after a step with a non-finite loss, or
+        when `stop_requested` is set."""
         for _ in tf.range(num_steps):
-            if self.nonfinite_step >= 0:
+            if self.nonfinite_step >= 0 or self.stop_requested:
                 break
             batch = local_replica_batches(self.strategy, next(iterator), self.num_local_replicas)
             self.strategy.run(self._replica_step, args=(batch,))
