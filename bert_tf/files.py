@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,11 @@ def modified_time(path):
     """When the file at `path` was last written, in seconds since the epoch."""
     gfile = _gfile(path)
     return os.path.getmtime(path) if gfile is None else gfile.stat(path).mtime_nsec / 1e9
+
+
+def absolute(path):
+    """`path` made absolute if it is local (a remote path is already)."""
+    return path if _gfile(path) is not None else os.path.abspath(path)
 
 
 def makedirs(path):
@@ -253,6 +259,21 @@ def _file_above(path):
     return None
 
 
+def _check_writable(path, name):
+    """Raises unless something can be made in the nearest existing directory at or above the
+    local `path` (a directory made there and removed: permissions alone say nothing to root,
+    nor of a read-only or virtual filesystem). Remote paths are left to their first write."""
+    if _gfile(path) is not None:
+        return
+    directory = os.path.abspath(path)
+    while not os.path.isdir(directory):
+        directory = os.path.dirname(directory)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-check-", dir=directory))
+    except OSError as e:
+        raise ValueError(f"{name}: cannot write in {directory} ({e.strerror})") from None
+
+
 def check_output_path(path, name):
     """Raises unless a file can be written at `path`: before the work, not after it.
 
@@ -261,14 +282,15 @@ def check_output_path(path, name):
       name: What it is called in the message (the flag it came from).
 
     Raises:
-      ValueError: `path` is a directory, or a directory above it is a file; the message names
-        both.
+      ValueError: `path` is a directory, a directory above it is a file, or the directory it
+        would be made in cannot be written; the message names both.
     """
     if isdir(path):
         raise ValueError(f"{name}: {path} is a directory, not a file to write")
     blocking = _file_above(path)
     if blocking:
         raise ValueError(f"{name}: cannot write {path}: {blocking} is a file, not a directory")
+    _check_writable(os.path.dirname(path) or ".", name)
 
 
 def check_output_dir(path, name):
@@ -279,13 +301,15 @@ def check_output_dir(path, name):
       name: What it is called in the message (the flag it came from).
 
     Raises:
-      ValueError: `path` or a directory above it is a file; the message names it.
+      ValueError: `path` or a directory above it is a file, or the directory cannot be made or
+        written; the message names it.
     """
     if exists(path) and not isdir(path):
         raise ValueError(f"{name}: {path} is a file, not a directory")
     blocking = _file_above(path)
     if blocking:
         raise ValueError(f"{name}: cannot make {path}: {blocking} is a file, not a directory")
+    _check_writable(path, name)
 
 
 def expand_input_patterns(patterns, name="--input_file", sort=True):

@@ -126,6 +126,12 @@ def test_output_paths_are_checked_up_to_the_first_existing_directory(tmp_path):
         check_output_dir(str(tmp_path / "a_file"), "--output_dir")
     with pytest.raises(ValueError, match=r"^--output_dir: cannot make .*/a_file/run: .*/a_file is a file"):
         check_output_dir(str(tmp_path / "a_file" / "run"), "--output_dir")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # the checks leave nothing
+    # sysfs takes no new directory, for root either (whom permission bits do not stop).
+    with pytest.raises(ValueError, match=r"^--output_dir: cannot write in /sys \("):
+        check_output_dir("/sys/bert_tf_run/out", "--output_dir")
+    with pytest.raises(ValueError, match=r"^--output: cannot write in /sys \("):
+        check_output_path("/sys/out.txt", "--output")
 
 
 # Run in a fresh interpreter: what a scale-mode worker does with local paths, and the helpers.

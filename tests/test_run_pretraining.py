@@ -224,9 +224,14 @@ def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(workdir
     output_dir = workdir / "continued"
     shutil.copytree(uninterrupted[0], output_dir)
     # The checkpoint in --output_dir takes precedence: this --init_checkpoint is never read.
-    result = _run(_args(workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt"))
+    # The same input file named by a relative path: the input position is resumed.
+    relative = os.path.relpath(workdir / "data.tfrecord", REPO)
+    result = _run(
+        _args(workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt", input_file=relative)
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
+    assert "Resumed the input where" in result.stderr
     assert "unrestored values" not in result.stderr  # TensorFlow's warning on a partial restore
     continued = _weights(str(output_dir / "model.ckpt-45"))
     assert int(continued["global_step"]) == 45
@@ -242,6 +247,21 @@ def test_a_float32_run_resumes_under_mixed_float16_with_a_fresh_loss_scale(workd
     assert "has no saved loss_scale, loss_scale_good_steps: started afresh" in result.stderr
     assert "Resumed the input where" in result.stderr
     assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
+    # Another batch size: the input starts afresh, the loss scale's state carries on.
+    result = _run(
+        _args(
+            workdir,
+            output_dir,
+            44,
+            mixed_precision="mixed_float16",
+            save_checkpoints_steps=2,
+            train_batch_size=4,
+        )
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "the input starts afresh" in result.stderr and "Resumed the input" not in result.stderr
+    state = tf.train.load_checkpoint(str(output_dir / "input_state" / "model.ckpt-44.worker-0"))
+    assert int(state.get_tensor("loss_scale_good_steps/.ATTRIBUTES/VARIABLE_VALUE")) == 4
 
 
 def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
@@ -293,7 +313,8 @@ def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_chec
     state that cannot be read restarts the input only."""
     output_dir = workdir / "lost_state"
     shutil.copytree(uninterrupted[0], output_dir)
-    (output_dir / "checkpoint").unlink()
+    # The state file names a checkpoint that is gone (TensorFlow's own lookup logs errors).
+    (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-60"\n')
     (output_dir / "model.ckpt-50.index").write_bytes(b"")  # an index without data: not complete
     for path in output_dir.glob("model.ckpt-40.*"):  # a save killed before its rename: not a step
         shutil.copy(path, output_dir / path.name.replace("model.ckpt-40", "model.ckpt-40.tmp-99999"))
@@ -302,6 +323,7 @@ def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_chec
     result = _run(_args(workdir, output_dir, 42, save_checkpoints_steps=2))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "using the newest complete checkpoint, model.ckpt-40" in result.stderr
+    assert "Couldn't match files" not in result.stderr
     assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
     assert "worker-0: cannot read it (" in result.stderr and "the input starts afresh" in result.stderr
     assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
@@ -385,6 +407,16 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
         ]
     )
     assert got["global_step"] == "0"
+    # TensorBoard's eval scalars, as the original's Estimator writes them: in <output_dir>/eval.
+    events = {
+        value.tag: float(tf.make_ndarray(value.tensor))
+        for path in tf.io.gfile.glob(str(output_dir / "eval" / "events.out.tfevents.*"))
+        for event in tf.compat.v1.train.summary_iterator(path)
+        for value in event.summary.value
+    }
+    assert set(events) == set(got) - {"global_step"}
+    for tag, value in events.items():
+        assert float(got[tag]) == pytest.approx(value, rel=1e-6), tag
 
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     weights = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
@@ -519,6 +551,55 @@ def test_a_corrupt_file_met_in_training_is_a_one_line_error_naming_it(workdir, t
     cut.write_bytes(records[: first + 8 + 4 + 100])
     with pytest.raises(ValueError, match=rf"^{re.escape(str(cut))}: corrupt TFRecord file \(.*truncated"):
         run_pretraining(_five_steps(workdir, tmp_path, input_file=f"{good},{cut}"))
+
+
+def _copy_with_record_changed(source, target, index, change):
+    """`source`'s records, the `index`-th (0-based) passed through `change(features)`."""
+    with tf.io.TFRecordWriter(str(target)) as writer:
+        for i, record in enumerate(tf.data.TFRecordDataset(str(source))):
+            example = tf.train.Example.FromString(record.numpy())
+            if i == index:
+                change(example.features.feature)
+            writer.write(example.SerializeToString())
+
+
+def _cut_input_ids(features):
+    del features["input_ids"].int64_list.value[127:]
+
+
+def _unknown_token(features):
+    features["input_ids"].int64_list.value[1] = 40000
+
+
+def _position_past_the_sequence(features):
+    features["masked_lm_positions"].int64_list.value[0] = 128
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_cut_input_ids, "record 20: input_ids has 127 values, not 128"),
+        (
+            _unknown_token,
+            r"record 20: input_ids holds 40000, outside \[0, 30522\) \(the config's vocab_size\)",
+        ),
+        (_position_past_the_sequence, r"record 20: masked_lm_positions holds 128, outside \[0, 128\)"),
+    ],
+    ids=["length", "token id", "masked position"],
+)
+def test_a_bad_record_met_in_training_is_a_one_line_error_naming_file_and_record(
+    workdir, tmp_path, change, message
+):
+    """Past each file's first record (checked before any step), a record that does not fit
+    fails the step with a message naming neither file nor record; the error names both. A
+    masked position beyond the sequence, which would gather another sequence's token, is one."""
+    bad = tmp_path / "bad.tfrecord"
+    _copy_with_record_changed(workdir / "data.tfrecord", bad, 19, change)
+    good = str(workdir / "data.tfrecord")
+    with pytest.raises(
+        ValueError, match=rf"^{re.escape(str(bad))}: {message}.*; checkpoints so far are kept$"
+    ):
+        run_pretraining(_five_steps(workdir, tmp_path, input_file=f"{good},{bad}", num_train_steps=200))
 
 
 def test_evaluation_reads_a_glob_in_the_originals_order(workdir, tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """Reading pretraining TFRecords as a `tf.data.Dataset`, for the trainer."""
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.files import expand_input_patterns
@@ -21,12 +22,65 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
 
 def decode_records(serialized, max_seq_length, max_predictions_per_seq):
     """Parses a batch of serialized examples; int64 features become int32 (as the original's
-    `_decode_record`, since TPUs take int32 only)."""
+    `_decode_record`, since TPUs take int32 only).
+
+    A masked position beyond the sequence is an error (InvalidArgumentError): the masked-LM
+    head gathers rows of the flattened batch, where it would read another sequence's token.
+    """
     features = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
-    return {
-        name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-        for name, value in features.items()
+    check = tf.debugging.assert_less(
+        features["masked_lm_positions"],
+        tf.constant(max_seq_length, tf.int64),
+        message=f"a record has a masked_lm_position of --max_seq_length={max_seq_length} or more",
+    )
+    with tf.control_dependencies([check]):
+        return {
+            name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else tf.identity(value)
+            for name, value in features.items()
+        }
+
+
+def first_bad_record(path, max_seq_length, max_predictions_per_seq, vocab_size, type_vocab_size):
+    """What is wrong with the first record of TFRecord file `path` that the trainer cannot take.
+
+    Each record's features must have the lengths of `feature_spec`, its token ids must lie in
+    [0, vocab_size), its segment ids in [0, type_vocab_size) and its masked positions in
+    [0, max_seq_length).
+
+    Returns:
+      None if every record fits, else a message naming the record (1-based) and the feature.
+    """
+    spec = feature_spec(max_seq_length, max_predictions_per_seq)
+    ragged = {name: tf.io.RaggedFeature(feature.dtype) for name, feature in spec.items()}
+    bounds = {
+        "input_ids": (vocab_size, "the config's vocab_size"),
+        "masked_lm_ids": (vocab_size, "the config's vocab_size"),
+        "segment_ids": (type_vocab_size, "the config's type_vocab_size"),
+        "masked_lm_positions": (max_seq_length, "--max_seq_length"),
     }
+    batches = (
+        tf.data.TFRecordDataset(path).batch(1024).map(lambda records: tf.io.parse_example(records, ragged))
+    )
+    first = 0
+    for batch in batches:
+        problems = []  # (index in the batch, message)
+        for name, values in batch.items():
+            lengths = values.row_lengths().numpy()
+            expected = spec[name].shape[0]
+            for i in np.flatnonzero(lengths != expected)[:1]:
+                problems.append((i, f"{name} has {lengths[i]} values, not {expected}"))
+            if name in bounds:
+                bound, what = bounds[name]
+                smallest = tf.reduce_min(values, axis=1).numpy()
+                largest = tf.reduce_max(values, axis=1).numpy()
+                for i in np.flatnonzero((lengths > 0) & ((smallest < 0) | (largest >= bound)))[:1]:
+                    value = smallest[i] if smallest[i] < 0 else largest[i]
+                    problems.append((i, f"{name} holds {value}, outside [0, {bound}) ({what})"))
+        if problems:
+            index, message = min(problems)
+            return f"record {first + index + 1}: {message}"
+        first += len(next(iter(batch.values())).row_lengths())
+    return None
 
 
 def make_pretraining_dataset(

@@ -342,7 +342,7 @@ class FinetuningRunner:
         # the seed and the worker.
         description = json.dumps(
             {
-                "train_file": train_file,
+                "train_file": files.absolute(train_file),
                 "bytes": files.size(train_file),
                 "num_examples": num_examples,
                 "features": {name: list(feature.shape) for name, feature in sorted(name_to_features.items())},

@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_NAME = "model.ckpt"
 INPUT_STATE_DIR = "input_state"
 _DESCRIPTION = "input_description"
+# The key of the input position in `TrainingCheckpoints`' `input_state`: restored only for
+# the same input; the other parts (the loss scale) whatever the input.
+INPUT_POSITION = "iterator"
 
 
 def checkpoint_step(prefix):
@@ -48,8 +51,11 @@ def latest_checkpoint(directory):
     Returns:
       The checkpoint prefix, or None if there is none.
     """
-    named = tf.train.latest_checkpoint(directory)
-    if named:
+    # The state file read here, not by `tf.train.latest_checkpoint`, which logs an error twice
+    # when the checkpoint it names is gone.
+    state = tf.train.get_checkpoint_state(directory)
+    named = state.model_checkpoint_path if state else None
+    if named and exists(named + ".index"):
         return named
     indexes = glob(os.path.join(directory, f"{CHECKPOINT_NAME}-*.index"))
     prefixes = (index[: -len(".index")] for index in indexes)
@@ -77,7 +83,7 @@ class TrainingCheckpoints:
         built on `model.trainable_variables`.
       keep_checkpoint_max: Checkpoints kept (older ones deleted); 0 keeps all.
       input_state: Trackables saved per worker beside each checkpoint (e.g.
-        `{"iterator": iterator}`); restored when present.
+        `{INPUT_POSITION: iterator}`); restored when present.
       input_description: What the input is (its files, batch size, seed, ...), saved with the
         input state: a later run restores the input position only if its description is the
         same (an iterator cannot take the position of another pipeline).
@@ -209,9 +215,9 @@ class TrainingCheckpoints:
         return step
 
     def _restore_input_state(self, prefix):
-        """Restores this worker's input state saved with checkpoint `prefix`, if it was saved
-        for the same input; else (or if it cannot be read) the input starts afresh, as the
-        log says."""
+        """Restores this worker's state saved beside checkpoint `prefix`: the input position if
+        it was saved for the same input, the other parts (the loss scale) in any case; what is
+        not restored (a state that cannot be read: nothing) starts afresh, as the log says."""
         state_prefix = self._input_state_prefix(prefix)
         if not exists(state_prefix + ".index"):
             logger.info("%s has no input state: the input starts afresh", prefix)
@@ -219,19 +225,20 @@ class TrainingCheckpoints:
         try:
             state = open_checkpoint(state_prefix)
             description = state.get_tensor(f"{_DESCRIPTION}/.ATTRIBUTES/VARIABLE_VALUE").decode()
-            if description != self.input_description:
+            # A state saved without some of today's parts (the loss scale of a run switched to
+            # mixed_float16) restores the rest; those parts start afresh.
+            saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
+            restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
+            same_input = description == self.input_description
+            if not same_input:
+                restored.pop(INPUT_POSITION, None)
                 logger.warning(
                     "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
                     prefix,
                     description,
                     self.input_description,
                 )
-                return
-            # A state saved without some of today's parts (the loss scale of a run switched to
-            # mixed_float16) restores the rest; those parts start afresh.
-            saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
-            restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
-            if afresh := sorted(self.input_state.keys() - restored.keys()):
+            if afresh := sorted(self.input_state.keys() - saved_parts):
                 logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
             # expect_partial: the saved description is read above, not restored into an object.
             checkpoint = tf.train.Checkpoint(**restored)
@@ -239,4 +246,5 @@ class TrainingCheckpoints:
         except (tf.errors.OpError, IndexError, ValueError) as e:  # a truncated or corrupt file
             logger.warning("%s: cannot read it (%s): the input starts afresh", state_prefix, errors.reason(e))
             return
-        logger.info("Resumed the input where %s left it", prefix)
+        if same_input and INPUT_POSITION in restored:
+            logger.info("Resumed the input where %s left it", prefix)

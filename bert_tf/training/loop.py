@@ -25,7 +25,7 @@ from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output, open_file
-from bert_tf.training.checkpointing import TrainingCheckpoints, latest_checkpoint
+from bert_tf.training.checkpointing import INPUT_POSITION, TrainingCheckpoints, latest_checkpoint
 from bert_tf.training.interruption import StopOnSignal
 from bert_tf.training.step import EvalStep, TrainStep
 
@@ -101,7 +101,8 @@ def initialise_weights(model, init_checkpoint):
       ValueError: The checkpoint does not fit the config (names the variable and shapes).
     """
     report = load_google_checkpoint(model, init_checkpoint, strict=False)
-    logger.info("%s", report)
+    for line in str(report).splitlines():
+        logger.info("%s", line)
     return report
 
 
@@ -155,7 +156,7 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         loss_scale=loss_scale,
         jit_compile=config.jit_compile,
     )
-    input_state = {"iterator": iterator}
+    input_state = {INPUT_POSITION: iterator}
     if loss_scale is not None:
         input_state.update(loss_scale=loss_scale.scale, loss_scale_good_steps=loss_scale.good_steps)
     checkpoints = TrainingCheckpoints(
@@ -237,6 +238,11 @@ def _log_block(writer, progress, results, optimizer, loss_scale, seconds, steps)
     scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)
     if loss_scale is not None:
         scalars["loss_scale"] = float(loss_scale.scale.numpy())
+    _write_scalars(writer, step, scalars)
+
+
+def _write_scalars(writer, step, scalars):
+    """TensorBoard scalars `{name: value}` (but `global_step`) at `step`, written out now."""
     with writer.as_default(step=step):
         for name, value in scalars.items():
             if name != "global_step":
@@ -266,8 +272,11 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
     if prefix:
         load_google_checkpoint(model, prefix)
         reader = open_checkpoint(prefix)
-        return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+        step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+        logger.info("Restored %s (step %d)", prefix, step)
+        return step
     if init_checkpoint:
+        logger.info("No checkpoint in %s: starting from %s", output_dir, init_checkpoint)
         report = initialise_weights(model, init_checkpoint)
         if report.missing:
             # The original predicts from such heads as silently; its Estimator draws them afresh
@@ -314,10 +323,16 @@ def evaluate(
     """
     global_step = restore_for_inference(task.model, output_dir, init_checkpoint)
     eval_step = EvalStep(task, distribution.strategy, distribution.num_local_replicas)
+    logger.info("Evaluating %d batches", max_eval_steps)
     eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
     results = dict(eval_step.metrics.result(), global_step=global_step)
-    if results_file and distribution.is_chief:
-        write_eval_results(results, os.path.join(output_dir, results_file))
+    if distribution.is_chief:
+        # As the original's Estimator: the eval scalars in <output_dir>/eval, at the global step.
+        _write_scalars(tf.summary.create_file_writer(os.path.join(output_dir, "eval")), global_step, results)
+        if results_file:
+            path = os.path.join(output_dir, results_file)
+            write_eval_results(results, path)
+            logger.info("Wrote %s", path)
     return results
 
 

@@ -18,7 +18,7 @@ import logging
 
 from keras import ops
 
-from bert_tf import errors
+from bert_tf import errors, files
 from bert_tf.modeling import BertPretrainer, masked_lm_loss, next_sentence_loss
 from bert_tf.training.options import TrainingOptions, option
 
@@ -168,12 +168,24 @@ def _check_record(path, record, max_seq_length, max_predictions_per_seq, vocab_s
 
 
 @contextlib.contextmanager
-def naming_unreadable_input(input_files):
-    """Turns a `tf.errors.DataLossError` met reading `input_files` in the block (tf.data's
-    message names no file) into a one-line ValueError naming the first file whose records cannot
-    all be read. Finding it reads the files in order up to that one: a failed run's last work.
+def naming_bad_input(input_files, options, config):
+    """Turns an error that a record met in the block can cause (tf.data's messages name no
+    file) into a one-line ValueError naming the first file, and record, to blame:
+    - a `tf.errors.DataLossError`: the first file whose records cannot all be read;
+    - a `tf.errors.InvalidArgumentError` (a parse error, a token id the embedding has no row
+      for, a masked position beyond the sequence): the first record that does not fit the
+      flags and the config (`bert_tf.data.first_bad_record`); if none, the error as it was.
+    Finding it reads the files in order up to that one: a failed run's last work. (The first
+    record of every file was checked before the first step: `check_records`.)
+
+    Args:
+      input_files: The files read in the block.
+      options: The `PretrainingOptions` (`max_seq_length`, `max_predictions_per_seq`).
+      config: The model's `BertConfig` (`vocab_size`, `type_vocab_size`).
     """
     import tensorflow as tf
+
+    from bert_tf.data.dataset import first_bad_record
 
     try:
         yield
@@ -189,6 +201,19 @@ def naming_unreadable_input(input_files):
                     f"{path}: corrupt TFRecord file ({reason}); checkpoints so far are kept"
                 ) from None
         raise ValueError(f"--input_file: a record cannot be read ({reason})") from None
+    except tf.errors.InvalidArgumentError as error:
+        logger.info("A batch does not fit the model (%s); looking for the record", errors.reason(error))
+        for path in input_files:
+            problem = first_bad_record(
+                path,
+                options.max_seq_length,
+                options.max_predictions_per_seq,
+                config.vocab_size,
+                config.type_vocab_size,
+            )
+            if problem:
+                raise ValueError(f"{path}: {problem}; checkpoints so far are kept") from None
+        raise
 
 
 @dataclasses.dataclass
@@ -253,7 +278,6 @@ def run_pretraining(options):
 
     from bert_tf.config import BertConfig
     from bert_tf.data import make_pretraining_dataset
-    from bert_tf.files import expand_input_patterns
     from bert_tf.training import loop
     from bert_tf.training.optimization import create_optimizer
 
@@ -264,11 +288,13 @@ def run_pretraining(options):
             f"--max_seq_length={options.max_seq_length} is longer than the config's "
             f"max_position_embeddings ({config.max_position_embeddings})"
         )
-    input_files = expand_input_patterns(options.input_file)
+    input_files = files.expand_input_patterns(options.input_file)
     # Evaluation reads a glob's files in the filesystem's order, as the original's (with
     # --max_eval_steps, the order decides which records are scored); training sorts them, so
     # that every worker shards one list.
-    eval_files = expand_input_patterns(options.input_file, sort=False) if options.do_eval else None
+    eval_files = files.expand_input_patterns(options.input_file, sort=False) if options.do_eval else None
+    shown = ", ".join(input_files[:2]) + (f", ..., {input_files[-1]}" if len(input_files) > 2 else "")
+    logger.info("--input_file: %d file%s (%s)", len(input_files), "s"[: len(input_files) > 1], shown)
     # The strategy first: MultiWorkerMirroredStrategy must exist before any TensorFlow op runs.
     distribution = options.distribution()
     check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
@@ -310,7 +336,7 @@ def run_pretraining(options):
         )
         description = json.dumps(
             {
-                "input_files": input_files,
+                "input_files": [files.absolute(path) for path in input_files],
                 "batch_size": options.train_batch_size // distribution.num_workers,
                 "max_seq_length": options.max_seq_length,
                 "max_predictions_per_seq": options.max_predictions_per_seq,
@@ -319,7 +345,7 @@ def run_pretraining(options):
             },
             sort_keys=True,
         )
-        with naming_unreadable_input(input_files):
+        with naming_bad_input(input_files, options, config):
             results["train"] = loop.train(
                 task,
                 optimizer,
@@ -332,7 +358,7 @@ def run_pretraining(options):
     if options.do_eval:
         with strategy.scope():
             task = PretrainingTask(config, dtype=options.dtype)
-        with naming_unreadable_input(input_files):
+        with naming_bad_input(input_files, options, config):
             results["eval"] = loop.evaluate(
                 task,
                 distribution,
