@@ -10,7 +10,7 @@ setup(
         "checkpoint-compatible and numerically verified."
     ),
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     install_requires=[
         "tensorflow==2.21.0",
         "keras==3.15.1",

@@ -87,9 +87,16 @@ _GLOB_CHARACTERS = re.compile(r"[*?[]")
 
 def glob(pattern, sort=True):
     """The paths matching a glob pattern, sorted; else in the filesystem's order (that of the
-    directory listing, which `tf.io.gfile.glob` also keeps)."""
+    directory listing, which `tf.io.gfile.glob` also keeps).
+
+    Local patterns match as `tf.io.gfile.glob` (the original's `tf.gfile.Glob`) does: `*` and
+    `?` match names that start with a dot too, and `[^...]` is a negated set, as `[!...]`.
+    """
     gfile = _gfile(pattern)
-    matches = _glob.glob(pattern) if gfile is None else gfile.glob(pattern)
+    if gfile is not None:
+        matches = gfile.glob(pattern)
+    else:
+        matches = _glob.glob(pattern.replace("[^", "[!"), include_hidden=True)
     return sorted(matches) if sort else matches
 
 

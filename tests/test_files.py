@@ -13,6 +13,7 @@ from bert_tf.files import (
     check_output_dir,
     check_output_path,
     expand_input_patterns,
+    glob,
     remove_abandoned,
 )
 from tests import pretraining_fixtures as pf
@@ -112,6 +113,20 @@ def test_the_next_write_removes_the_temporaries_of_killed_runs_only(tmp_path, ca
     assert remove_abandoned(str(tmp_path / "model.weights.h5"), ".weights.h5") == [
         str(tmp_path / f"model.tmp-{dead}.weights.h5")
     ]
+
+
+def test_local_globs_match_as_tensorflows(tmp_path):
+    """The original reads `--input_file` through `tf.gfile.Glob`: `*` matches a name that starts
+    with a dot, and `[^a]` is a negated set (Python's glob skips the one and reads the other as
+    the set of `^` and `a`)."""
+    import tensorflow as tf
+
+    for name in ("a.txt", ".b.txt", "c.txt", "^.txt"):
+        (tmp_path / name).write_text("x")
+    for pattern in ("*.txt", "[^a]*.txt", "[!a]*", "?b.txt", "*"):
+        expected = sorted(tf.io.gfile.glob(str(tmp_path / pattern)))
+        assert glob(str(tmp_path / pattern)) == expected and expected, pattern
+    assert [os.path.basename(p) for p in glob(str(tmp_path / "[^a]*.txt"))] == [".b.txt", "^.txt", "c.txt"]
 
 
 def test_output_paths_are_checked_up_to_the_first_existing_directory(tmp_path):

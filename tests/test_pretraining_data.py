@@ -1,5 +1,6 @@
 """create_pretraining_data: the original's output, bad input, and scale mode's statistics."""
 
+import gzip
 import logging
 import os
 import pathlib
@@ -232,12 +233,26 @@ def test_empty_input_is_an_error(fixtures_dir, tmp_path, workers):
     assert [p.name for p in tmp_path.iterdir()] == ["empty.txt"]
 
 
-def test_invalid_utf8_bytes_are_dropped(fixtures_dir, tmp_path):
+def test_invalid_utf8_bytes_are_dropped_with_a_warning_naming_the_line(fixtures_dir, tmp_path, caplog):
     text = pathlib.Path(pf.SAMPLE_TEXT).read_bytes()
     dirty = tmp_path / "dirty.txt"
     dirty.write_bytes(text.replace(b"The ", b"The \xff\xfe", 5))
-    create_pretraining_data(str(dirty), str(tmp_path / "dirty.tfrecord"), options())
+    first = text[: text.index(b"The ")].count(b"\n") + 1
+    with caplog.at_level(logging.WARNING):
+        create_pretraining_data(str(dirty), str(tmp_path / "dirty.tfrecord"), options())
     assert pf.read_records(str(tmp_path / "dirty.tfrecord")) == pf.fixture_records()
+    assert f"dirty.txt: line {first} is not UTF-8; its invalid bytes are dropped" in caplog.text
+    broken = sum(b"\xff" in line for line in dirty.read_bytes().split(b"\n"))
+    assert f"dirty.txt: {broken} lines are not UTF-8" in caplog.text and broken > 1
+
+
+def test_a_gzip_compressed_corpus_is_an_error_naming_it(fixtures_dir, tmp_path):
+    compressed = tmp_path / "corpus.txt.gz"
+    compressed.write_bytes(gzip.compress(pathlib.Path(pf.SAMPLE_TEXT).read_bytes()))
+    with pytest.raises(
+        ValueError, match=r"corpus\.txt\.gz: a gzip-compressed file; the corpus must be plain"
+    ):
+        create_pretraining_data(str(compressed), str(tmp_path / "o.tfrecord"), options())
 
 
 def test_long_lines_and_a_single_document(fixtures_dir, tmp_path, caplog):

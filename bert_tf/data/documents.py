@@ -1,8 +1,9 @@
 """Reading a text corpus into documents of tokenized segments, stored as compact int arrays.
 
 Input format (the original's): one sentence (segment) per line, a blank line between
-documents. Lines are decoded as UTF-8 with invalid bytes dropped and stripped of surrounding
-whitespace; lines that tokenize to nothing are skipped.
+documents. Lines are decoded as UTF-8 with invalid bytes dropped (with a warning naming the file
+and its first such line) and stripped of surrounding whitespace; lines that tokenize to nothing
+are skipped.
 """
 
 import array
@@ -13,6 +14,9 @@ import numpy as np
 from bert_tf.files import open_file, original_line
 
 logger = logging.getLogger(__name__)
+
+# The first bytes of a gzip file (RFC 1952): a compressed corpus would read as garbage text.
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Corpus:
@@ -91,13 +95,28 @@ class CorpusBuilder:
         one list of documents: a file that does not end with a blank line has its last document
         continue into the next file's first (`build` ends the last one).
         """
+        not_utf8 = 0
         with open_file(path, "rb") as reader:
             reader.seek(start)
-            for raw in reader:
-                self.add_line(original_line(raw).decode("utf-8", "ignore"))
+            if start == 0 and reader.read(2) == _GZIP_MAGIC:
+                raise ValueError(f"{path}: a gzip-compressed file; the corpus must be plain text (gunzip it)")
+            reader.seek(start)
+            for number, raw in enumerate(reader, start=1):
+                line = original_line(raw)
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = line.decode("utf-8", "ignore")
+                    not_utf8 += 1
+                    if not_utf8 == 1:
+                        where = f"line {number}" if start == 0 else f"a line after byte {start}"
+                        logger.warning("%s: %s is not UTF-8; its invalid bytes are dropped", path, where)
+                self.add_line(text)
                 # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.
                 if end is not None and reader.tell() >= end:
                     break
+        if not_utf8 > 1:
+            logger.warning("%s: %d lines are not UTF-8; their invalid bytes are dropped", path, not_utf8)
 
     def build(self):
         self.end_document()
