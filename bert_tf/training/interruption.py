@@ -42,15 +42,17 @@ class StopOnSignal:
         self.signum = None
 
     def _record(self, signum, frame):
+        """The Python handler (it runs once the graph call returns): a second Ctrl-C is a
+        KeyboardInterrupt at once, for a step too long to wait for."""
+        if signum == signal.SIGINT and self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
         self.signum = self.signum or signum
 
     def _watch(self, reader):
         """Sets the variable when the interpreter's C handler writes a signal to the pipe."""
         while received := os.read(reader, 64):
-            for signum in received:
-                if signum in SIGNALS:
-                    self._record(signum, None)
-                    self.stop_variable.assign(True)
+            if any(signum in SIGNALS for signum in received):
+                self.stop_variable.assign(True)
 
     def __enter__(self):
         if not self.enabled:
