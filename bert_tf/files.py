@@ -150,6 +150,15 @@ def remove(path):
         gfile.remove(path)
 
 
+def remove_tree(path):
+    """Deletes the directory `path` and everything in it."""
+    gfile = _gfile(path)
+    if gfile is None:
+        shutil.rmtree(path)
+    else:
+        gfile.rmtree(path)
+
+
 # The process id in a temporary's name: `<name>.tmp-<pid>[<suffix>]`.
 _TEMPORARY = re.compile(r"\.tmp-(\d+)")
 
@@ -355,6 +364,8 @@ def expand_input_patterns(patterns, name="--input_file", sort=True):
                     logger.warning("%s: leaving out %s, a temporary of an unfinished write", name, path)
                 matches = [path for path in matches if not is_temporary(path)]
         if not matches:
+            if isdir(pattern):
+                raise ValueError(f"{name}: {pattern!r} is a directory; give its files (e.g. {pattern}/*)")
             raise ValueError(f"{name}: {pattern!r} matches no file")
         files.extend(matches)
     if not files:

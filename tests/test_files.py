@@ -59,6 +59,10 @@ def test_input_patterns_expand_in_the_order_given_and_a_file_name_is_itself(tmp_
     assert expand_input_patterns([path("x[12].txt")]) == [path("x1.txt")]
     with pytest.raises(ValueError, match=r"^input_patterns: '.*y\*\.txt' matches no file$"):
         expand_input_patterns(path("y*.txt"), name="input_patterns")
+    with pytest.raises(
+        ValueError, match=r"^--input_file: '.*' is a directory; give its files \(e\.g\. .*/\*\)$"
+    ):
+        expand_input_patterns(str(tmp_path))
 
 
 def test_input_patterns_leave_out_temporaries(tmp_path, caplog):

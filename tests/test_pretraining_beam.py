@@ -6,6 +6,7 @@ processes: ~5 s.
 """
 
 import collections
+import gzip
 import importlib.util
 import json
 import logging
@@ -148,16 +149,27 @@ def test_a_long_document_and_an_empty_file_as_in_scale_mode(fixtures_dir, tmp_pa
 
 
 @needs_beam
-def test_input_without_text_is_an_error_and_leaves_no_file(fixtures_dir, tmp_path):
+def test_input_without_text_is_an_error_and_leaves_the_earlier_output(fixtures_dir, tmp_path):
+    """A failed run leaves the files of an earlier run with the same --output_file as they
+    were (Beam's sink replaced them before the run could fail) and none of its own."""
+    output = tmp_path / "out" / "o"
+    earlier = create_pretraining_data(
+        pf.SAMPLE_TEXT, str(output), options(dupe_factor=1), runner="DirectRunner"
+    )
+    contents = {path: pathlib.Path(path).read_bytes() for path in earlier.output_files}
     blank = tmp_path / "blank.txt"
     blank.write_text("\n\n  \n")
     with pytest.raises(ValueError, match=r"blank\.txt: no text found \(the input has only blank lines\)"):
-        create_pretraining_data(str(blank), str(tmp_path / "o"), options(), runner="DirectRunner")
+        create_pretraining_data(str(blank), str(output), options(), runner="DirectRunner")
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     with pytest.raises(ValueError, match=r"empty\.txt: no text found \(the input is empty\)"):
-        create_pretraining_data(str(empty), str(tmp_path / "o"), options(), runner="DirectRunner")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.txt", "empty.txt"]
+        create_pretraining_data(str(empty), str(output), options(), runner="DirectRunner")
+    assert {str(p): p.read_bytes() for p in (tmp_path / "out").iterdir()} == contents
+    compressed = tmp_path / "corpus.txt.gz"
+    compressed.write_bytes(gzip.compress(pathlib.Path(pf.SAMPLE_TEXT).read_bytes()))
+    with pytest.raises(ValueError, match=r"corpus\.txt\.gz: a gzip-compressed file"):  # before the pipeline
+        create_pretraining_data(str(compressed), str(output), options(), runner="DirectRunner")
 
 
 @needs_beam

@@ -149,6 +149,12 @@ def test_bad_scale_mode_flags_are_errors(fixtures_dir, tmp_path, arguments, mess
         ("{tmp}/directory", 0, r"^--output_file: .*/directory is a directory, not a file to write$"),
         ("{tmp}/file/o", 0, r"^--output_file: cannot write .*/file/o: .*/file is a file, not a directory$"),
         ("{tmp}/file/o", 2, r"^--output_file: cannot write .*/file/o-00000-of-00001: .*/file is a file"),
+        (
+            "{tmp}/directory/",
+            2,
+            r"^--output_file: .*/directory/ is a directory; give the shards' name prefix",
+        ),
+        ("/sys/o", 0, r"^--output_file: cannot write in /sys \("),
     ],
 )
 def test_an_output_that_cannot_be_written_is_an_error_before_the_work(

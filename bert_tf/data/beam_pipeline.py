@@ -12,7 +12,9 @@ Runners: the DirectRunner (local processes), Dataflow, Flink and Spark (README.m
 data", gives their command lines). Importing this module needs Apache Beam (`bert_tf[beam]`).
 """
 
+import glob
 import logging
+import os
 import re
 import time
 
@@ -21,7 +23,11 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.tfrecordio import WriteToTFRecord
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    StandardOptions,
+)
 
 from bert_tf import files
 from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, remove_stale_shards, shard_file_name
@@ -70,6 +76,10 @@ def make_pipeline(runner, pipeline_args=(), num_workers=0):
         names = ", ".join(f"--{name}" for name in sorted(unknown))
         raise ValueError(f"{names}: neither a flag of this tool nor a Beam pipeline option")
     if runner.lower() in _LOCAL_RUNNERS:
+        # Beam's local runner logs some 60 lines of its own at INFO, and relays each of its
+        # workers' log lines, which the workers print themselves too (their own INFO lines stay).
+        # Dataflow's INFO lines, its job's address among them, are not touched.
+        logging.getLogger("apache_beam").setLevel(logging.WARNING)
         options.view_as(StandardOptions).runner = "FnApiRunner"
         direct = options.view_as(DirectOptions)
         direct.direct_running_mode = "multi_processing"
@@ -113,13 +123,36 @@ def _count_output_file(path):
     return path
 
 
-def _newest_shard_count(output_file):
-    """The shard count `NNNNN` in the name of the most recently written `<output_file>-SSSSS-of-NNNNN`
-    (0 if there is none): this run's, where the runner reports no metrics to count its files by."""
-    shards = [path for path in files.glob(f"{output_file}-*-of-*") if SHARD_SUFFIX.search(path)]
-    if not shards:
-        return 0
-    return int(SHARD_SUFFIX.search(max(shards, key=files.modified_time)).group(1))
+def _written_shard_count(output_file, suffix):
+    """The shard count `NNNNN` in the names of this run's `<output_file>-SSSSS-of-NNNNN<suffix>`
+    (0 if there is none), where the runner reports no metrics to count its files by."""
+    shards = [path[: -len(suffix)] for path in files.glob(f"{output_file}-*-of-*{suffix}")]
+    counts = {int(match.group(1)) for path in shards if (match := SHARD_SUFFIX.search(path))}
+    return max(counts, default=0)
+
+
+def _beam_temporaries(output_file):
+    """The directories where Beam's file sinks stage the files of `output_file`
+    (`beam-temp-<name>-<uuid>` beside it), left behind by a run that failed or was killed."""
+    directory, name = os.path.split(output_file)
+    return set(files.glob(os.path.join(directory, f"beam-temp-{glob.escape(name)}-*")))
+
+
+def _remove_own_files(output_file, suffix, staged_before):
+    """Removes what this run leaves beside `output_file` when it ends, failed or not: its
+    shards not renamed into place (`<shard><suffix>`) and Beam's staging directories made since
+    `staged_before`; what cannot be removed (a worker still writing) is named in a warning."""
+    leftovers = files.glob(f"{output_file}-*-of-*{suffix}") + sorted(
+        _beam_temporaries(output_file) - staged_before
+    )
+    for path in leftovers:
+        try:
+            if files.isdir(path):
+                files.remove_tree(path)
+            else:
+                files.remove(path)
+        except OSError as e:
+            logger.warning("%s: cannot remove it (%s); delete it", path, e)
 
 
 def _read_counters(result):
@@ -148,12 +181,18 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
       A `Summary` of the counters; its `output_files` are in name order.
 
     Raises:
-      ValueError: What scale mode rejects: a bad vocab, an input without text (the empty
-        files Beam wrote for it are removed).
+      ValueError: What scale mode rejects: a bad vocab, an input without text. A run that
+        fails leaves the files of an earlier run as they were (and removes its own).
     """
     start = time.monotonic()
     shards = plan_scale_mode(input_files, output_file, options, shard_size_mb)
     logger.info("Cut the input into %d shards for Beam's %s", len(shards), type(pipeline.runner).__name__)
+    for left in sorted(_beam_temporaries(output_file)):
+        logger.warning("%s: Beam's staging files of a run that failed or was killed; delete it", left)
+    # The shards are written as scale mode writes them, `<shard>.tmp-<pid>`, and renamed into
+    # place once the run has succeeded: a run that fails leaves the earlier files as they were.
+    suffix = files.temporary_path("")
+    staged_before = _beam_temporaries(output_file)
     written = (
         pipeline
         # Create reshuffles its elements (reshuffle=True): the shards spread over the workers.
@@ -161,24 +200,30 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
         | "MakeExamples" >> beam.ParDo(MakeShardFn(options))
         | "Write"
         >> WriteToTFRecord(
-            output_file, num_shards=num_output_shards, compression_type=CompressionTypes.UNCOMPRESSED
+            output_file,
+            file_name_suffix=suffix,
+            num_shards=num_output_shards,
+            compression_type=CompressionTypes.UNCOMPRESSED,
         )
     )
     _ = written | "CountFiles" >> beam.Map(_count_output_file)
-    result = pipeline.run()
-    result.wait_until_finish()
-    counts = _read_counters(result)
-    summary = Summary(**{name: counts.get(name, 0) for name in SUMMARY_COUNTERS})
-    if "output_files" in counts:
-        num_files = counts["output_files"]
-    else:
-        logger.warning("The runner reported no metrics: the statistics below are not counted")
-        num_files = num_output_shards or _newest_shard_count(output_file)
-    summary.output_files = [shard_file_name(output_file, index, num_files) for index in range(num_files)]
-    if "output_files" in counts and summary.documents == 0:
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+        counts = _read_counters(result)
+        summary = Summary(**{name: counts.get(name, 0) for name in SUMMARY_COUNTERS})
+        if "output_files" in counts:
+            num_files = counts["output_files"]
+        else:
+            logger.warning("The runner reported no metrics: the statistics below are not counted")
+            num_files = num_output_shards or _written_shard_count(output_file, suffix)
+        if "output_files" in counts and summary.documents == 0:
+            raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
+        summary.output_files = [shard_file_name(output_file, index, num_files) for index in range(num_files)]
+        remove_stale_shards(output_file, summary.output_files)
         for path in summary.output_files:
-            files.remove(path)
-        raise ValueError(f"{', '.join(input_files)}: no text found (the input has only blank lines)")
-    remove_stale_shards(output_file, summary.output_files)
+            files.rename(path + suffix, path)
+    finally:
+        _remove_own_files(output_file, suffix, staged_before)
     summary.seconds = time.monotonic() - start
     return summary

@@ -49,6 +49,13 @@ class Corpus:
         return [flat[starts[s] - base : starts[s + 1] - base] for s in range(first, last)]
 
 
+def check_not_compressed(path, head):
+    """Raises a ValueError naming `path` if `head`, its first bytes, start a gzip file (whose
+    bytes would be read as garbage text: `tf.gfile` does not decompress either)."""
+    if head.startswith(_GZIP_MAGIC):
+        raise ValueError(f"{path}: a gzip-compressed file; the corpus must be plain text (gunzip it)")
+
+
 def is_blank_line(raw_line):
     """Whether a line (bytes, split at "\\n") is blank, i.e. ends a document.
 
@@ -98,9 +105,10 @@ class CorpusBuilder:
         not_utf8 = 0
         with open_file(path, "rb") as reader:
             reader.seek(start)
-            if start == 0 and reader.read(2) == _GZIP_MAGIC:
-                raise ValueError(f"{path}: a gzip-compressed file; the corpus must be plain text (gunzip it)")
+            if start == 0:
+                check_not_compressed(path, reader.read(len(_GZIP_MAGIC)))
             reader.seek(start)
+            offset = start
             for number, raw in enumerate(reader, start=1):
                 line = original_line(raw)
                 try:
@@ -109,11 +117,12 @@ class CorpusBuilder:
                     text = line.decode("utf-8", "ignore")
                     not_utf8 += 1
                     if not_utf8 == 1:
-                        where = f"line {number}" if start == 0 else f"a line after byte {start}"
+                        where = f"line {number}" if start == 0 else f"the line at byte {offset}"
                         logger.warning("%s: %s is not UTF-8; its invalid bytes are dropped", path, where)
                 self.add_line(text)
                 # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.
-                if end is not None and reader.tell() >= end:
+                offset = reader.tell()
+                if end is not None and offset >= end:
                     break
         if not_utf8 > 1:
             logger.warning("%s: %d lines are not UTF-8; their invalid bytes are dropped", path, not_utf8)

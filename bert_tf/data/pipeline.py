@@ -27,7 +27,7 @@ import signal
 import time
 
 from bert_tf import files
-from bert_tf.data.documents import CorpusBuilder, is_blank_line
+from bert_tf.data.documents import CorpusBuilder, check_not_compressed, is_blank_line
 from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.data.instances import create_instances
 from bert_tf.data.masking import Masker
@@ -242,6 +242,7 @@ def plan_shards(input_files, shard_bytes):
             continue
         start = 0
         with files.open_file(path, "rb") as reader:
+            check_not_compressed(path, reader.read(2))
             while start < size:
                 end = _document_boundary(reader, start + shard_bytes - current_size, size)
                 current.append((path, start, end))
@@ -461,6 +462,8 @@ def _output_files(output_file, sharded):
     if repeated:
         raise ValueError(f"--output_file: {', '.join(repeated)} given more than once")
     for path in output_files:
+        if sharded and path.endswith("/"):
+            raise ValueError(f"--output_file: {path} is a directory; give the shards' name prefix in it")
         files.check_output_path(shard_file_name(path, 0, 1) if sharded else path, "--output_file")
     return output_files
 
