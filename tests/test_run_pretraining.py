@@ -33,8 +33,8 @@ TINY = dict(
     num_hidden_layers=1,
     num_attention_heads=2,
     intermediate_size=64,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
     max_position_embeddings=128,
     type_vocab_size=2,
 )

@@ -7,7 +7,7 @@ Google name, `<weight>/adam_m` and `<weight>/adam_v` for every trainable weight,
 
 Beside it, `<output_dir>/input_state/model.ckpt-<step>.worker-<k>` holds what exact resumption
 needs beyond the original's state, per worker: the tf.data iterator position (shuffle buffers
-included) and the dynamic loss scale.
+included), the state of dropout's seed generators and the dynamic loss scale.
 
 A checkpoint becomes the latest only when the state file names it, and the state file is
 rewritten (atomically) after every file of the checkpoint is in place: a process killed at any
@@ -30,9 +30,13 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_NAME = "model.ckpt"
 INPUT_STATE_DIR = "input_state"
 _DESCRIPTION = "input_description"
-# The key of the input position in `TrainingCheckpoints`' `input_state`: restored only for
-# the same input; the other parts (the loss scale) whatever the input.
+# The keys of the input position and of the random state (dropout's seed generators) in
+# `TrainingCheckpoints`' `input_state`: restored only for the same input (and seed), so that a
+# resumed run draws the batches and the dropout masks an uninterrupted run would; the other
+# parts (the loss scale) whatever the input.
 INPUT_POSITION = "iterator"
+RANDOM_STATE = "random_state"
+_SAME_INPUT_ONLY = (INPUT_POSITION, RANDOM_STATE)
 
 
 def checkpoint_step(prefix):
@@ -210,6 +214,7 @@ class TrainingCheckpoints:
             int(reader.get_tensor("global_step")) if "global_step" in names else checkpoint_step(prefix) or 0
         )
         self.optimizer.iterations.assign(step)
+        logger.info("Resuming from %s (step %d)", prefix, step)
         if self.input_state:
             self._restore_input_state(prefix)
         return step
@@ -231,7 +236,8 @@ class TrainingCheckpoints:
             restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
             same_input = description == self.input_description
             if not same_input:
-                restored.pop(INPUT_POSITION, None)
+                for key in _SAME_INPUT_ONLY:
+                    restored.pop(key, None)
                 logger.warning(
                     "The input differs from the one %s was saved with (%s, now %s): the input starts afresh",
                     prefix,

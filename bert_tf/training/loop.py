@@ -25,7 +25,12 @@ from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
 from bert_tf.cli import JobError
 from bert_tf.files import atomic_output, open_file
-from bert_tf.training.checkpointing import INPUT_POSITION, TrainingCheckpoints, latest_checkpoint
+from bert_tf.training.checkpointing import (
+    INPUT_POSITION,
+    RANDOM_STATE,
+    TrainingCheckpoints,
+    latest_checkpoint,
+)
 from bert_tf.training.interruption import StopOnSignal
 from bert_tf.training.step import EvalStep, TrainStep
 
@@ -157,6 +162,11 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         jit_compile=config.jit_compile,
     )
     input_state = {INPUT_POSITION: iterator}
+    # Keras' `variables` are the weights and the seed generators' states (dropout's).
+    weights = {id(weight) for weight in task.model.weights}
+    random_state = [variable.value for variable in task.model.variables if id(variable) not in weights]
+    if random_state:
+        input_state[RANDOM_STATE] = random_state
     if loss_scale is not None:
         input_state.update(loss_scale=loss_scale.scale, loss_scale_good_steps=loss_scale.good_steps)
     checkpoints = TrainingCheckpoints(
@@ -173,7 +183,6 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
     latest = checkpoints.latest()
     if latest:
         step = checkpoints.restore(latest)
-        logger.info("Resuming from %s (step %d)", latest, step)
     else:
         if config.init_checkpoint:
             initialise_weights(task.model, config.init_checkpoint)
