@@ -8,13 +8,16 @@ level, so the tools drop those below it themselves (at 0 every line shows; at 3,
 only FATAL ones). A tool started by another one inherits the level and is as quiet.
 """
 
+import _thread
 import contextlib
+import functools
 import logging
 import os
 import re
 import signal
 import sys
 import tempfile
+import time
 
 from absl import app
 
@@ -116,8 +119,35 @@ def _one_line(error):
     return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
+class _Signalled(SystemExit):
+    """The SystemExit of SIGTERM (`_exit_on_signal`), status 128 + the signal's number."""
+
+
 def _exit_on_signal(signum, frame):
-    raise SystemExit(128 + signum)
+    raise _Signalled(128 + signum)
+
+
+def _redeliver_swallowed_signals(previous_hook, unraisable):
+    """A `sys.unraisablehook`: Python runs a signal's handler between any two bytecodes, a
+    garbage collector's callback or a `__del__` included, where the exception it raises is
+    printed and dropped ("Exception ignored in ...") and the tool would run on. The signal is
+    sent again a moment later from a thread of its own (started without waiting for it: a
+    signal raised or awaited here would be handled here, in the hook, and dropped again);
+    other unraisable exceptions go to `previous_hook`."""
+    error = unraisable.exc_value
+    if isinstance(error, _Signalled):
+        signum = error.code - 128
+    elif isinstance(error, KeyboardInterrupt):
+        signum = signal.SIGINT
+    else:
+        previous_hook(unraisable)
+        return
+    _thread.start_new_thread(_send_signal_later, (signum,))
+
+
+def _send_signal_later(signum, seconds=0.05):
+    time.sleep(seconds)
+    os.kill(os.getpid(), signum)
 
 
 def run(main, flags_parser=app.parse_flags_with_usage):
@@ -140,6 +170,7 @@ def run(main, flags_parser=app.parse_flags_with_usage):
 
     def checked_main(argv):
         signal.signal(signal.SIGTERM, _exit_on_signal)
+        sys.unraisablehook = functools.partial(_redeliver_swallowed_signals, sys.unraisablehook)
         try:
             status = main(argv)
         except ValueError as e:

@@ -317,3 +317,29 @@ def test_sigterm_and_sigint_end_a_tool_through_its_cleanup_without_a_traceback(s
     )
     assert result.returncode == status, result.stderr[-2000:]
     assert line in result.stderr.splitlines() and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("signum, status", [(15, 143), (2, 130)])
+def test_a_signal_handled_inside_a_finalizer_still_ends_the_tool(signum, status):
+    """Python runs a signal's handler between any two bytecodes, a `__del__` or a garbage
+    collector's callback included (JAX registers one), where the exception is printed and
+    dropped: the tool ran on to its end and exited 0."""
+    script = (
+        "import os, sys\n"
+        "from bert_tf import cli\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        f"        os.kill(os.getpid(), {signum})\n"
+        "        sum(range(1000))  # the handler runs here, inside __del__\n"
+        "def main(argv):\n"
+        "    Finalized()\n"
+        "    for _ in range(10 ** 8):\n"
+        "        pass\n"
+        "    print('ran on', file=sys.stderr)\n"
+        "cli.run(main)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == status, result.stderr[-2000:]
+    assert "ran on" not in result.stderr
