@@ -175,6 +175,34 @@ def test_sigterm_saves_the_step_in_progress_and_the_rerun_equals_an_uninterrupte
         np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-5, err_msg=name)
 
 
+def test_sigterm_ends_an_evaluation_at_its_next_batch(workdir, uninterrupted):
+    """An evaluation of a million batches is one graph call: SIGTERM ends it at the next batch,
+    without results."""
+    output_dir = workdir / "evaluated"
+    shutil.copytree(uninterrupted[0], output_dir)
+    args = _args(workdir, output_dir, 40, do_train=False, do_eval=True, max_eval_steps=10**6)
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    try:
+        for line in process.stderr:
+            if "Evaluating 1000000 batches" in line:
+                break
+        time.sleep(3)
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=60)
+    finally:
+        process.kill()
+    stderr = process.stderr.read()
+    assert status == 143, stderr[-3000:]
+    assert "SIGTERM: evaluation stopped before its end; no results were written" in stderr
+    assert not (output_dir / "eval_results.txt").exists()
+
+
 def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
     output_dir, stderr = uninterrupted
     names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-40")).get_variable_to_shape_map()

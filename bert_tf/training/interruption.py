@@ -1,4 +1,5 @@
-"""Stopping a training run on SIGTERM or SIGINT at the next step, not the next block.
+"""Stopping a training run (or an evaluation) on SIGTERM or SIGINT at the next step, not the
+next block.
 
 A block of `iterations_per_loop` steps runs inside one graph call, and Python runs a signal's
 handler only when that call returns: on a GPU or TPU a block of 1,000 BERT-base steps is a

@@ -333,7 +333,9 @@ def evaluate(
     global_step = restore_for_inference(task.model, output_dir, init_checkpoint)
     eval_step = EvalStep(task, distribution.strategy, distribution.num_local_replicas)
     logger.info("Evaluating %d batches", max_eval_steps)
-    eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
+    with StopOnSignal(eval_step.stop_requested, enabled=distribution.num_workers == 1) as stop:
+        eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
+    stop.exit_if_stopped("evaluation stopped before its end; no results were written")
     results = dict(eval_step.metrics.result(), global_step=global_step)
     if distribution.is_chief:
         # As the original's Estimator: the eval scalars in <output_dir>/eval, at the global step.

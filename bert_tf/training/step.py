@@ -383,6 +383,8 @@ class EvalStep:
         self.num_local_replicas = num_local_replicas
         with strategy.scope():
             self.metrics = SumMetrics(("loss", *task.metric_names))
+            # As `TrainStep`'s: set to end the evaluation before its next batch.
+            self.stop_requested = tf.Variable(False, name="stop_requested", **_FIRST_REPLICA)
         self.evaluate = tf.function(self._evaluate)
 
     def _replica_step(self, batch):
@@ -399,5 +401,7 @@ class EvalStep:
 
     def _evaluate(self, iterator, num_steps):
         for _ in tf.range(num_steps):
+            if self.stop_requested:
+                break
             batch = local_replica_batches(self.strategy, next(iterator), self.num_local_replicas)
             self.strategy.run(self._replica_step, args=(batch,))
