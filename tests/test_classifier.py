@@ -529,6 +529,16 @@ def test_learns_the_keyword_task_to_90_percent_on_its_training_set(trained):
     assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
     assert got["global_step"] == str(int(96 / 16 * 15))  # the original's step arithmetic
     assert float(got["eval_accuracy"]) >= 0.9, got
+    # The same results for TensorBoard in <output_dir>/eval, under the same names.
+    events = [
+        event
+        for path in tf.io.gfile.glob(str(output_dir / "eval" / "events.out.tfevents.*"))
+        for event in tf.compat.v1.train.summary_iterator(path)
+    ]
+    scalars = {value.tag: float(tf.make_ndarray(value.tensor)) for e in events for value in e.summary.value}
+    assert scalars.keys() == {"eval_accuracy", "eval_loss", "loss"}
+    assert scalars["eval_accuracy"] == pytest.approx(float(got["eval_accuracy"]), rel=1e-6)
+    assert {e.step for e in events if e.summary.value} == {int(got["global_step"])}
 
 
 def test_writes_one_record_per_example_and_one_result_row_per_test_example(trained):

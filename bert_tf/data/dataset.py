@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import errors
 from bert_tf.files import expand_input_patterns
 
 
@@ -28,12 +29,13 @@ def decode_records(serialized, max_seq_length, max_predictions_per_seq):
     head gathers rows of the flattened batch, where it would read another sequence's token.
     """
     features = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
-    check = tf.debugging.assert_less(
-        features["masked_lm_positions"],
-        tf.constant(max_seq_length, tf.int64),
-        message=f"a record has a masked_lm_position of --max_seq_length={max_seq_length} or more",
-    )
-    with tf.control_dependencies([check]):
+    positions = features["masked_lm_positions"]
+    message = f"a record has a masked_lm_position outside [0, --max_seq_length={max_seq_length})"
+    checks = [
+        tf.debugging.assert_less(positions, tf.constant(max_seq_length, tf.int64), message=message),
+        tf.debugging.assert_non_negative(positions, message=message),
+    ]
+    with tf.control_dependencies(checks):
         return {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else tf.identity(value)
             for name, value in features.items()
@@ -58,11 +60,17 @@ def first_bad_record(path, max_seq_length, max_predictions_per_seq, vocab_size, 
         "segment_ids": (type_vocab_size, "the config's type_vocab_size"),
         "masked_lm_positions": (max_seq_length, "--max_seq_length"),
     }
-    batches = (
-        tf.data.TFRecordDataset(path).batch(1024).map(lambda records: tf.io.parse_example(records, ragged))
-    )
     first = 0
-    for batch in batches:
+    for records in tf.data.TFRecordDataset(path).batch(1024):
+        try:
+            batch = tf.io.parse_example(records, ragged)
+        except tf.errors.InvalidArgumentError:  # a feature of another type: find the record
+            for index in range(len(records)):
+                try:
+                    tf.io.parse_example(records[index : index + 1], ragged)
+                except tf.errors.InvalidArgumentError as e:
+                    return f"record {first + index + 1}: cannot be parsed ({errors.reason(e)})"
+            raise
         problems = []  # (index in the batch, message)
         for name, values in batch.items():
             lengths = values.row_lengths().numpy()
@@ -79,7 +87,7 @@ def first_bad_record(path, max_seq_length, max_predictions_per_seq, vocab_size, 
         if problems:
             index, message = min(problems)
             return f"record {first + index + 1}: {message}"
-        first += len(next(iter(batch.values())).row_lengths())
+        first += len(records)
     return None
 
 

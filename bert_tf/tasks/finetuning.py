@@ -400,6 +400,7 @@ class FinetuningRunner:
             results.update(more_results(task.model))
         if self.distribution.is_chief:
             loop.write_eval_results(results, os.path.join(self.options.output_dir, EVAL_RESULTS))
+            loop.write_eval_scalars(results, self.options.output_dir)
         return results
 
     def restore(self, model):

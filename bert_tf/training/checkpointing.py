@@ -14,6 +14,7 @@ rewritten (atomically) after every file of the checkpoint is in place: a process
 moment leaves `tf.train.latest_checkpoint` naming a complete checkpoint (or none).
 """
 
+import json
 import logging
 import os
 import re
@@ -23,7 +24,17 @@ import tensorflow as tf
 from bert_tf import errors
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
-from bert_tf.files import atomic_output, exists, glob, makedirs, open_file, remove, rename, temporary_path
+from bert_tf.files import (
+    absolute,
+    atomic_output,
+    exists,
+    glob,
+    makedirs,
+    open_file,
+    remove,
+    rename,
+    temporary_path,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +86,23 @@ def latest_checkpoint(directory):
         os.path.basename(newest),
     )
     return newest
+
+
+def _same_input(saved, current):
+    """Whether two input descriptions (JSON objects) describe the same input: a description
+    written with relative paths (by bert_tf before stop 44) names the files as seen from here."""
+    try:
+        saved, current = json.loads(saved), json.loads(current)
+    except ValueError:
+        return saved == current
+    if not isinstance(saved, dict) or not isinstance(current, dict):
+        return saved == current
+    for description in (saved, current):
+        if isinstance(description.get("input_files"), list):
+            description["input_files"] = [absolute(path) for path in description["input_files"]]
+        if isinstance(description.get("train_file"), str):
+            description["train_file"] = absolute(description["train_file"])
+    return saved == current
 
 
 class TrainingCheckpoints:
@@ -234,7 +262,7 @@ class TrainingCheckpoints:
             # mixed_float16) restores the rest; those parts start afresh.
             saved_parts = {name.split("/")[0] for name in state.get_variable_to_shape_map()}
             restored = {key: value for key, value in self.input_state.items() if key in saved_parts}
-            same_input = description == self.input_description
+            same_input = _same_input(description, self.input_description)
             if not same_input:
                 for key in _SAME_INPUT_ONLY:
                     restored.pop(key, None)
@@ -246,6 +274,7 @@ class TrainingCheckpoints:
                 )
             if afresh := sorted(self.input_state.keys() - saved_parts):
                 logger.info("%s has no saved %s: started afresh", prefix, ", ".join(afresh))
+            random_state = restored.pop(RANDOM_STATE, None)
             # expect_partial: the saved description is read above, not restored into an object.
             checkpoint = tf.train.Checkpoint(**restored)
             checkpoint.read(state_prefix).assert_existing_objects_matched().expect_partial()
@@ -254,3 +283,14 @@ class TrainingCheckpoints:
             return
         if same_input and INPUT_POSITION in restored:
             logger.info("Resumed the input where %s left it", prefix)
+        if random_state is not None:
+            # On its own: a model with other dropout layers (another config) has other seeds.
+            try:
+                checkpoint = tf.train.Checkpoint(**{RANDOM_STATE: random_state})
+                checkpoint.read(state_prefix).assert_existing_objects_matched().expect_partial()
+            except (tf.errors.OpError, ValueError, AssertionError) as e:
+                logger.warning(
+                    "%s: dropout's random state does not fit this model (%s): drawn afresh",
+                    state_prefix,
+                    errors.reason(e),
+                )

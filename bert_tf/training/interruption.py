@@ -61,7 +61,9 @@ class StopOnSignal:
         self.stop_variable.assign(False)
         self._reader, self._writer = os.pipe()
         os.set_blocking(self._writer, False)
-        self._handlers = {signum: signal.signal(signum, self._record) for signum in SIGNALS}
+        # A signal the process ignores (SIGINT under `nohup` or `&`) stays ignored.
+        watched = [signum for signum in SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN]
+        self._handlers = {signum: signal.signal(signum, self._record) for signum in watched}
         self._wakeup_fd = signal.set_wakeup_fd(self._writer, warn_on_full_buffer=False)
         self._thread = threading.Thread(target=self._watch, args=(self._reader,), daemon=True)
         self._thread.start()

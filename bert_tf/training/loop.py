@@ -337,14 +337,18 @@ def evaluate(
         eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
     stop.exit_if_stopped("evaluation stopped before its end; no results were written")
     results = dict(eval_step.metrics.result(), global_step=global_step)
-    if distribution.is_chief:
-        # As the original's Estimator: the eval scalars in <output_dir>/eval, at the global step.
-        _write_scalars(tf.summary.create_file_writer(os.path.join(output_dir, "eval")), global_step, results)
-        if results_file:
-            path = os.path.join(output_dir, results_file)
-            write_eval_results(results, path)
-            logger.info("Wrote %s", path)
+    if results_file and distribution.is_chief:
+        write_eval_results(results, os.path.join(output_dir, results_file))
+        write_eval_scalars(results, output_dir)
     return results
+
+
+def write_eval_scalars(results, output_dir):
+    """Writes `results` (with its `global_step`) as TensorBoard scalars in `<output_dir>/eval`, at
+    the global step, as the original's Estimator does."""
+    writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+    _write_scalars(writer, results["global_step"], results)
+    writer.close()
 
 
 def write_eval_results(results, path):
@@ -355,3 +359,4 @@ def write_eval_results(results, path):
             value = value if isinstance(value, int) else np.float32(value)
             writer.write(f"{key} = {value!s}\n")  # str(): a float32 prints its shortest digits
             logger.info("  %s = %s", key, value)
+    logger.info("Wrote %s", path)

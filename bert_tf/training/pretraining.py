@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 
 from keras import ops
 
@@ -167,6 +168,12 @@ def _check_record(path, record, max_seq_length, max_predictions_per_seq, vocab_s
         )
 
 
+# The InvalidArgumentErrors a record can cause: a parse error (`Key: input_ids.  ...`), a gather
+# of an id the embedding has no row for (`indices[3,7] = 40000 is not in [0, 30522)`), and the
+# reader's check of the masked positions.
+_RECORD_ERROR = re.compile(r"Key: \w+|indices\[[\d,]*\] = -?\d+ is not in|masked_lm_position")
+
+
 @contextlib.contextmanager
 def naming_bad_input(input_files, options, config):
     """Turns an error that a record met in the block can cause (tf.data's messages name no
@@ -174,7 +181,8 @@ def naming_bad_input(input_files, options, config):
     - a `tf.errors.DataLossError`: the first file whose records cannot all be read;
     - a `tf.errors.InvalidArgumentError` (a parse error, a token id the embedding has no row
       for, a masked position beyond the sequence): the first record that does not fit the
-      flags and the config (`bert_tf.data.first_bad_record`); if none, the error as it was.
+      flags and the config (`bert_tf.data.dataset.first_bad_record`); if none, or for
+      another error, the error as it was.
     Finding it reads the files in order up to that one: a failed run's last work. (The first
     record of every file was checked before the first step: `check_records`.)
 
@@ -202,6 +210,8 @@ def naming_bad_input(input_files, options, config):
                 ) from None
         raise ValueError(f"--input_file: a record cannot be read ({reason})") from None
     except tf.errors.InvalidArgumentError as error:
+        if not _RECORD_ERROR.search(error.message):
+            raise
         logger.info("A batch does not fit the model (%s); looking for the record", errors.reason(error))
         for path in input_files:
             problem = first_bad_record(
