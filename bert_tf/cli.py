@@ -146,6 +146,7 @@ def _redeliver_swallowed_signals(previous_hook, unraisable):
 
 
 def _send_signal_later(signum, seconds=0.05):
+    """Sends `signum` to this process after `seconds` (in a thread of its own)."""
     time.sleep(seconds)
     os.kill(os.getpid(), signum)
 

@@ -6,7 +6,6 @@ difference of each component is reported.
 """
 
 import dataclasses
-import io
 import logging
 import os
 import zipfile
@@ -239,10 +238,14 @@ def load_keras_bert(path):
 def _stored_weight_count(path):
     """The number of model weights in the `model.weights.h5` of the `.keras` file at `path`
     (Keras' `load_model` loads the weights its config's layers name and ignores the others)."""
-    with files.open_file(path, "rb") as reader, zipfile.ZipFile(reader) as archive:
-        stored = archive.read("model.weights.h5")
     arrays = []
-    with h5py.File(io.BytesIO(stored), "r") as weights:
+    # h5py reads the archive's member where it lies (its metadata only), not a copy in memory.
+    with (
+        files.open_file(path, "rb") as reader,
+        zipfile.ZipFile(reader) as archive,
+        archive.open("model.weights.h5") as stored,
+        h5py.File(stored, "r") as weights,
+    ):
         weights.visititems(lambda name, item: arrays.append(name) if isinstance(item, h5py.Dataset) else None)
     return sum(1 for name in arrays if name.split("/")[0] != "optimizer")
 

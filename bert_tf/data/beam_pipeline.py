@@ -28,6 +28,7 @@ from apache_beam.options.pipeline_options import (
     PipelineOptions,
     StandardOptions,
 )
+from apache_beam.runners.runner import PipelineState
 
 from bert_tf import files
 from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, remove_stale_shards, shard_file_name
@@ -207,6 +208,7 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
         )
     )
     _ = written | "CountFiles" >> beam.Map(_count_output_file)
+    result = None
     try:
         result = pipeline.run()
         result.wait_until_finish()
@@ -224,6 +226,25 @@ def create_with_beam(pipeline, input_files, output_file, options, shard_size_mb=
         for path in summary.output_files:
             files.rename(path + suffix, path)
     finally:
-        _remove_own_files(output_file, suffix, staged_before)
+        if _job_ended(result):
+            _remove_own_files(output_file, suffix, staged_before)
+        else:
+            logger.warning(
+                "The Beam job may still be running: its files beside %s are left as they are", output_file
+            )
     summary.seconds = time.monotonic() - start
     return summary
+
+
+def _job_ended(result):
+    """Whether the job of `result` (None: the runner ran it within `run()`, as the local one does)
+    no longer runs, once asked to stop: a launcher interrupted while a remote runner (Dataflow,
+    Flink, Spark) works cancels its job, else that job would write into removed files."""
+    if result is None or PipelineState.is_terminal(result.state):
+        return True
+    try:
+        result.cancel()
+    except Exception as e:  # a runner that cannot cancel: the job runs on
+        logger.warning("Cannot cancel the Beam job (%s)", _one_line(e))
+        return False
+    return True

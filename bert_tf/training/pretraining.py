@@ -180,7 +180,8 @@ def naming_bad_input(input_files, options, config):
     file) into a one-line ValueError naming the first file, and record, to blame:
     - a `tf.errors.DataLossError`: the first file whose records cannot all be read;
     - a `tf.errors.InvalidArgumentError` (a parse error, a token id the embedding has no row
-      for, a masked position beyond the sequence): the first record that does not fit the
+      for (on a CPU: a GPU's gather gives zeros for it, in the original too), a masked
+      position outside the sequence): the first record that does not fit the
       flags and the config (`bert_tf.data.dataset.first_bad_record`); if none, or for
       another error, the error as it was.
     Finding it reads the files in order up to that one: a failed run's last work. (The first
