@@ -14,10 +14,12 @@ On Apache Beam (`runner=...`, `beam_pipeline.py`), the same shards are made by t
 `_ShardMaker.make_shard` on the runner's workers, and Beam's sink writes them.
 """
 
+import concurrent.futures
 import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
+import itertools
 import logging
 import multiprocessing
 import os
@@ -300,6 +302,36 @@ def _make_shard(args):
     return (index, *_WORKER.make_shard(index, ranges))
 
 
+def _made_shards(jobs, num_workers, options):
+    """Yields `_make_shard(job)` of every job as the shards are made, by `num_workers` spawned
+    processes, with at most two shards a worker under way (a result holds a shard's records:
+    memory stays bounded).
+
+    When the consumer stops (an error, Ctrl-C), the shards not started are cancelled and those
+    under way are let finish: `multiprocessing.Pool.terminate` killed workers in the middle of
+    sending their records, holding the result queue's lock, and then waited on that lock for
+    ever (seen once in the test suite).
+    """
+    executor = concurrent.futures.ProcessPoolExecutor(
+        num_workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(options,),
+    )
+    waiting = iter(jobs)
+    try:
+        under_way = {executor.submit(_make_shard, job) for job in itertools.islice(waiting, 2 * num_workers)}
+        while under_way:
+            done, under_way = concurrent.futures.wait(
+                under_way, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            under_way |= {executor.submit(_make_shard, job) for job in itertools.islice(waiting, len(done))}
+            for future in done:
+                yield future.result()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
 def plan_scale_mode(input_files, output_file, options, shard_size_mb):
     """What scale mode checks and plans before any shard is made (the Beam pipeline too).
 
@@ -367,13 +399,11 @@ def create_sharded(input_files, output_file, options, num_workers, shard_size_mb
     summary = Summary()
     progress = Progress("create_pretraining_data", rate_of="instances")
     names = {}
-    context = multiprocessing.get_context("spawn")
-    jobs = list(enumerate(shards))
     with (
         contextlib.ExitStack() as outputs,  # renames every shard at its end, or deletes them all
-        context.Pool(num_workers, initializer=_init_worker, initargs=(options,)) as pool,
+        contextlib.closing(_made_shards(list(enumerate(shards)), num_workers, options)) as made,
     ):
-        for index, records, shard_summary in pool.imap_unordered(_make_shard, jobs):
+        for index, records, shard_summary in made:
             if records:
                 name = shard_file_name(output_file, index, len(shards))
                 _write(records, [outputs.enter_context(files.atomic_output(name))])
