@@ -41,6 +41,13 @@ def run_tool(tmp_path, *flags, level=None):
     )
 
 
+def run_python(code, *args, timeout=300):
+    """`python -c code args...` in the repository, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
 # Each run starts TensorFlow: ~5 s.
 # None: the default. "3": set by a parent that imported bert_tf.cli (make demo runs the tools
 # from such a process); the lines TensorFlow writes while loading ignore the level.
@@ -125,17 +132,13 @@ cli.run(main)
     ],
 )
 def test_file_and_network_errors_are_one_line(kind, line):
-    result = subprocess.run(
-        [sys.executable, "-c", FAILING_TOOL, kind], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    result = run_python(FAILING_TOOL, kind, timeout=120)
     assert result.returncode == 1 and result.stderr.splitlines()[-1] == line
     assert "Traceback" not in result.stderr
 
 
 def test_other_tensorflow_errors_keep_their_traceback():
-    result = subprocess.run(
-        [sys.executable, "-c", FAILING_TOOL, "bug"], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    result = run_python(FAILING_TOOL, "bug", timeout=120)
     assert result.returncode == 1 and "Traceback" in result.stderr and "InvalidArgumentError" in result.stderr
 
 
@@ -312,9 +315,7 @@ def test_sigterm_and_sigint_end_a_tool_through_its_cleanup_without_a_traceback(s
         "        print('cleaned up', file=sys.stderr)\n"
         "cli.run(main)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
+    result = run_python(script)
     assert result.returncode == status, result.stderr[-2000:]
     assert line in result.stderr.splitlines() and "Traceback" not in result.stderr
 
@@ -338,8 +339,6 @@ def test_a_signal_handled_inside_a_finalizer_still_ends_the_tool(signum, status)
         "    print('ran on', file=sys.stderr)\n"
         "cli.run(main)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
+    result = run_python(script)
     assert result.returncode == status, result.stderr[-2000:]
     assert "ran on" not in result.stderr

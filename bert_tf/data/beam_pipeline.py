@@ -23,11 +23,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.tfrecordio import WriteToTFRecord
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import (
-    DirectOptions,
-    PipelineOptions,
-    StandardOptions,
-)
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineState
 
 from bert_tf import files

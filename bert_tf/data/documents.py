@@ -49,10 +49,12 @@ class Corpus:
         return [flat[starts[s] - base : starts[s + 1] - base] for s in range(first, last)]
 
 
-def check_not_compressed(path, head):
-    """Raises a ValueError naming `path` if `head`, its first bytes, start a gzip file (whose
-    bytes would be read as garbage text: `tf.gfile` does not decompress either)."""
-    if head.startswith(_GZIP_MAGIC):
+def check_not_compressed(path, reader):
+    """Raises a ValueError naming `path` if the file open in `reader` (binary, seekable) starts
+    as a gzip file, whose bytes would be read as garbage text (`tf.gfile` does not decompress
+    either). Leaves `reader` at an unspecified position."""
+    reader.seek(0)
+    if reader.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC:
         raise ValueError(f"{path}: a gzip-compressed file; the corpus must be plain text (gunzip it)")
 
 
@@ -104,9 +106,8 @@ class CorpusBuilder:
         """
         not_utf8 = 0
         with open_file(path, "rb") as reader:
-            reader.seek(start)
             if start == 0:
-                check_not_compressed(path, reader.read(len(_GZIP_MAGIC)))
+                check_not_compressed(path, reader)
             reader.seek(start)
             offset = start
             for number, raw in enumerate(reader, start=1):

@@ -244,7 +244,7 @@ def plan_shards(input_files, shard_bytes):
             continue
         start = 0
         with files.open_file(path, "rb") as reader:
-            check_not_compressed(path, reader.read(2))
+            check_not_compressed(path, reader)
             while start < size:
                 end = _document_boundary(reader, start + shard_bytes - current_size, size)
                 current.append((path, start, end))
