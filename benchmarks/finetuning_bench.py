@@ -19,7 +19,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tokenizer_bench import DATA, make_corpus  # noqa: E402
 
-from bert_tf.tasks import classifier, tagging  # noqa: E402
+from bert_tf.tasks.classifier import data as classifier_data  # noqa: E402
+from bert_tf.tasks.tagging import data as tagging_data  # noqa: E402
 from bert_tf.text.tokenization import FullTokenizer  # noqa: E402
 
 
@@ -40,12 +41,12 @@ def main():
     vocab = os.path.join(DATA, "vocab.txt")
     lines = make_corpus("zipf", n + 1, seed=1)
     rng = random.Random(2)
-    pairs = [classifier.InputExample(f"b-{i}", lines[i], lines[i + 1], str(i % 2)) for i in range(n)]
+    pairs = [classifier_data.InputExample(f"b-{i}", lines[i], lines[i + 1], str(i % 2)) for i in range(n)]
     sentences = []
     for i, line in enumerate(lines[:n]):
         words = line.split()
         tags = [rng.choice(("O", "O", "B-X")) for _ in words]
-        sentences.append(tagging.TaggingExample(f"b-{i}", words, tags, "bench", 1))
+        sentences.append(tagging_data.TaggingExample(f"b-{i}", words, tags, "bench", 1))
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "records")
@@ -53,18 +54,20 @@ def main():
         def classifier_features():
             tokenizer = FullTokenizer(vocab, do_lower_case=True)
             for i, example in enumerate(pairs):
-                classifier.convert_single_example(i + 5, example, ["0", "1"], length, tokenizer)
+                classifier_data.convert_single_example(i + 5, example, ["0", "1"], length, tokenizer)
 
         def classifier_records():
             tokenizer = FullTokenizer(vocab, do_lower_case=True)
-            classifier.file_based_convert_examples_to_features(pairs, ["0", "1"], length, tokenizer, path)
+            classifier_data.file_based_convert_examples_to_features(
+                pairs, ["0", "1"], length, tokenizer, path
+            )
 
         def tagging_features():
             tokenizer = FullTokenizer(vocab, do_lower_case=True)
-            return tagging.convert_examples_to_features(sentences, ["B-X", "O"], length, tokenizer)
+            return tagging_data.convert_examples_to_features(sentences, ["B-X", "O"], length, tokenizer)
 
         def tagging_records():
-            tagging.write_features(tagging_features(), path)
+            tagging_data.write_features(tagging_features(), path)
 
         for name, function in (
             ("classifier: features", classifier_features),

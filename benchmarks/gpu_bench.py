@@ -173,8 +173,8 @@ def bert_tf_train(
     import jax
     from keras import ops
 
+    from bert_tf.tasks.pretraining.task import PretrainingTask
     from bert_tf.training.optimization import AdamWeightDecay, WarmupPolynomialDecay, clip_by_global_norm
-    from bert_tf.training.pretraining import PretrainingTask
 
     config = bert_config(shape)
     config.attention_probs_dropout_prob = attention_dropout

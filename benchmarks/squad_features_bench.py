@@ -25,8 +25,9 @@ import time
 import numpy as np
 from tokenizer_bench import DATA, make_corpus
 
-from bert_tf.tasks import squad
-from bert_tf.tasks.finetuning import write_records
+from bert_tf.data.records import write_records
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import predictions as squad_predictions
 from bert_tf.text.tokenization import FullTokenizer
 
 
@@ -68,7 +69,7 @@ def trained_logits(feature, max_seq_length, rng):
     outside = np.ones(max_seq_length, bool)
     outside[list(feature.token_to_orig_map)] = False
     start, end = 3 * rng.standard_normal((2, max_seq_length)) - 20 * outside
-    return squad.RawResult(feature.unique_id, start.astype(np.float32), end.astype(np.float32))
+    return squad_predictions.RawResult(feature.unique_id, start.astype(np.float32), end.astype(np.float32))
 
 
 def main():
@@ -81,12 +82,12 @@ def main():
         path = os.path.join(tmp, "synthetic.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(make_squad_json(args.questions), f)
-        seconds, examples = best_of(3, lambda: squad.read_squad_examples(path, is_training=True))
+        seconds, examples = best_of(3, lambda: squad_data.read_squad_examples(path, is_training=True))
         print(f"read {len(examples):,} questions: {seconds:.2f} s")
 
         def convert(is_training):
             tokenizer = FullTokenizer(vocab, do_lower_case=True)
-            features = squad.convert_examples_to_features(
+            features = squad_data.convert_examples_to_features(
                 examples, tokenizer, args.max_seq_length, 128, 64, is_training
             )
             return list(features)
@@ -101,7 +102,7 @@ def main():
         report("training", seconds, features)
         records = os.path.join(tmp, "train.tf_record")
         seconds, _ = best_of(
-            3, lambda: write_records(records, (squad.feature_values(f, True) for f in features))
+            3, lambda: write_records(records, (squad_data.feature_values(f, True) for f in features))
         )
         print(f"write {len(features):,} records (train.tf_record): {seconds:.2f} s")
         seconds, features = best_of(3, lambda: convert(False))
@@ -111,7 +112,10 @@ def main():
     results = [trained_logits(feature, args.max_seq_length, rng) for feature in features]
     for version_2 in (False, True):
         seconds, _ = best_of(
-            3, lambda v=version_2: squad.compute_predictions(examples, features, results, 20, 30, True, v)
+            3,
+            lambda v=version_2: squad_predictions.compute_predictions(
+                examples, features, results, 20, 30, True, v
+            ),
         )
         print(
             f"predictions (SQuAD {'2.0' if version_2 else '1.1'}): {seconds:.2f} s, "

@@ -90,8 +90,8 @@ def bert_tf_step(shape, jit_compile):
     import tensorflow as tf
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from bert_tf.tasks.pretraining.task import PretrainingTask
     from bert_tf.training.optimization import create_optimizer
-    from bert_tf.training.pretraining import PretrainingTask
     from bert_tf.training.step import TrainStep
 
     config = bert_config(shape)

@@ -21,6 +21,8 @@ import time
 
 from absl import app
 
+from bert_tf.errors import JobError
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow is imported
 
 # A C++ log line (`I0000 00:00:1795431512.186846    8941 port.cc:153] ...`: severity I, W or
@@ -92,10 +94,6 @@ if _LEVEL > 0:
         logging.getLogger(_name).addFilter(_not_tensorflow_info)
 
 
-class JobError(Exception):
-    """A job stopped for a reason the user can act on (e.g. a NaN loss): one line, exit status 1."""
-
-
 # TensorFlow's errors of a file or a network (a gs:// path without a network or credentials, a
 # file gone): the user's to act on, like Python's OSError. Other TensorFlow errors keep their
 # traceback.
@@ -151,6 +149,38 @@ def _send_signal_later(signum, seconds=0.05):
     os.kill(os.getpid(), signum)
 
 
+def _log_plainly():
+    """Python logging as `LEVEL message` lines on stderr, in place of absl's handler (which
+    prefixes each line with a date, a thread id and a source line)."""
+    from absl import logging as absl_logging
+
+    root = logging.getLogger()
+    root.removeHandler(absl_logging.get_absl_handler())
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+
+
+_HELP_FLAGS = ("help", "h", "?", "helpshort", "helpfull")
+
+
+def _help_asked(argv):
+    """The help flag in `argv` (before a `--`), without its dashes, or None."""
+    for arg in argv[1:]:
+        if arg == "--":
+            break
+        name, _, value = arg.lstrip("-").partition("=")
+        if arg.startswith("-") and name in _HELP_FLAGS and value.lower() not in ("false", "0"):
+            return name
+    return None
+
+
+def _print_help(which):
+    """The tool's docstring and its own flags (each with its help and default) on stdout, or with
+    `--helpfull` every flag, absl's and TensorFlow's included."""
+    app.usage(shorthelp=which != "helpfull", writeto_stdout=True)
+    if which != "helpfull":
+        print("\nTry --helpfull to get a list of all flags (absl's and TensorFlow's too).")
+
+
 def run(main, flags_parser=app.parse_flags_with_usage):
     """Runs `main(argv)` as an absl program and exits with its status.
 
@@ -161,7 +191,9 @@ def run(main, flags_parser=app.parse_flags_with_usage):
     a network, a missing object) likewise, with exit status 1. SIGTERM exits with status 143
     through the tool's cleanup (`finally` blocks and context managers run: temporary files are
     deleted), where Python's default would end the process on the spot; SIGINT (Ctrl-C) with
-    status 130 and the line `interrupted`, without a traceback.
+    status 130 and the line `interrupted`, without a traceback. `--help` (or `-h`) prints the
+    tool's docstring and its own flags, `--helpfull` every flag, and exits 0. bert_tf's log
+    messages go to stderr as `LEVEL message` lines.
 
     Args:
       main: Takes the leftover argv; returns an exit status (None means 0).
@@ -169,7 +201,13 @@ def run(main, flags_parser=app.parse_flags_with_usage):
         argument); absl's own rejects unknown flags.
     """
 
+    help_asked = _help_asked(sys.argv)
+    if help_asked:
+        _print_help(help_asked)
+        sys.exit(0)
+
     def checked_main(argv):
+        _log_plainly()
         signal.signal(signal.SIGTERM, _exit_on_signal)
         sys.unraisablehook = functools.partial(_redeliver_swallowed_signals, sys.unraisablehook)
         try:

@@ -1,4 +1,5 @@
-"""What an error says, as one line for the messages bert_tf writes around it."""
+"""bert_tf's error for a job that stopped, and what an error says, as one line for the messages
+bert_tf writes around it."""
 
 import re
 
@@ -25,3 +26,8 @@ def reason(error):
         if line := _OP_DECORATIONS.sub("", line).strip():
             return line
     return type(error).__name__
+
+
+class JobError(Exception):
+    """A job stopped for a reason the user can act on (e.g. a NaN loss): the tools print it as
+    one line and exit with status 1."""

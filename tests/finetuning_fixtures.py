@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
-from bert_tf.tasks import classifier
+from bert_tf.tasks.classifier import data as classifier_data
 from tests import model_fixtures as mf
 
 
@@ -46,7 +46,7 @@ def reference_probabilities(weights, records_file, max_seq_length):
     Returns:
       (probabilities [n, num_labels], label_ids [n]).
     """
-    spec = classifier.name_to_features(max_seq_length)
+    spec = classifier_data.name_to_features(max_seq_length)
     rows = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(records_file)]
     batch = {k: np.stack([row[k].numpy() for row in rows]) for k in spec}
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)

@@ -23,3 +23,11 @@ def op_types_run(function):
         tf.profiler.experimental.stop()
         ops, _ = read_trace(logdir)
     return collections.Counter(op_type for _, _, op_type in ops)
+
+
+def onednn_rewrites_bfloat16():
+    """Whether TensorFlow's oneDNN rewrite takes bfloat16 ops on this CPU: only with AVX-512
+    (natively with AVX512_BF16 or AMX, else emulated); without it bfloat16 stays on TensorFlow's
+    own kernels."""
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return any(line.startswith("flags") and "avx512f" in line.split() for line in f)

@@ -107,7 +107,7 @@ def test_trainer_bench_floor_draws_what_the_training_step_draws():
     from trainer_bench import CONFIGS, step_dropout_shapes
 
     from bert_tf.modeling.dropout import draws_shape
-    from bert_tf.training.pretraining import PretrainingTask
+    from bert_tf.tasks.pretraining.task import PretrainingTask
 
     shape = CONFIGS["tiny"]
     task = PretrainingTask(bert_config(shape))

@@ -16,8 +16,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.tasks import classifier
-from bert_tf.tasks.classifier import ClassifierOptions, InputExample, run_classifier
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.classifier import run as classifier_run
+from bert_tf.tasks.classifier import task as classifier_task
+from bert_tf.tasks.classifier.data import InputExample
+from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
 from bert_tf.text.tokenization import FullTokenizer
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
@@ -56,7 +59,7 @@ def test_mrpc_reads_the_originals_columns_guids_and_labels(tmp_path):
         [header, ["1", "11", "12", "He said.", "She said."], ["0", "3", "4", "a", "b"]],
     )
     _write_tsv(tmp_path / "test.tsv", [["index", *header[1:]], ["0", "5", "6", "x y", "z"]])
-    processor = classifier.get_processor("MRPC")
+    processor = classifier_data.get_processor("MRPC")
     assert processor.get_labels() == ["0", "1"]
     assert processor.get_train_examples(str(tmp_path)) == [
         InputExample("train-1", "He said.", "She said.", "1"),
@@ -85,7 +88,7 @@ def test_mnli_guid_from_column_0_texts_8_and_9_label_last_matched_dev(tmp_path):
     dev_header = row("index", ["label1", "label2", "label3", "label4", "label5", "gold_label"])
     _write_tsv(tmp_path / "dev_matched.tsv", [dev_header, row("9", ["x", "x", "x", "x", "x", "entailment"])])
     _write_tsv(tmp_path / "test_matched.tsv", [row("index", []), row("3", [])])
-    processor = classifier.get_processor("mnli")
+    processor = classifier_data.get_processor("mnli")
     assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
     assert processor.get_train_examples(str(tmp_path)) == [
         InputExample("train-7", "premise 7", "hypothesis 7", "neutral")
@@ -103,7 +106,7 @@ def test_cola_train_has_no_header_test_has_one(tmp_path):
         tmp_path / "train.tsv", [["gj04", "1", "", "Our friends won't buy it."], ["gj04", "0", "*", "Bad."]]
     )
     _write_tsv(tmp_path / "test.tsv", [["index", "sentence"], ["0", "A test."]])
-    processor = classifier.get_processor("cola")
+    processor = classifier_data.get_processor("cola")
     assert processor.get_train_examples(str(tmp_path)) == [
         InputExample("train-0", "Our friends won't buy it.", None, "1"),
         InputExample("train-1", "Bad.", None, "0"),
@@ -135,7 +138,7 @@ def test_xnli_trains_on_multinli_zh_and_evaluates_the_zh_dev_rows(tmp_path):
             ["zh", "entailment", *"....", "甲", "乙", "2"],
         ],
     )
-    processor = classifier.get_processor("XNLI")
+    processor = classifier_data.get_processor("XNLI")
     assert processor.get_train_examples(str(tmp_path)) == [
         InputExample("train-1", "前提", "假设", "contradiction"),
         InputExample("train-2", "a", "b", "neutral"),
@@ -150,71 +153,75 @@ def test_tsv_and_csv_name_their_columns_in_the_header(tmp_path):
         tmp_path / "train.tsv", [["id", "label", "text"], ["1", "pos", 'a "quoted" text'], ["2", "neg", "b"]]
     )
     _write_tsv(tmp_path / "test.tsv", [["id", "text"], ["1", "c"]])
-    processor = classifier.get_processor("tsv", str(tmp_path), text_a_column="text")
+    processor = classifier_data.get_processor("tsv", str(tmp_path), text_a_column="text")
     assert processor.get_labels() == ["neg", "pos"]  # sorted
     assert processor.get_train_examples(str(tmp_path))[0] == InputExample(
         "train-1", 'a "quoted" text', None, "pos"
     )
-    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "c", None, "neg")]
-    assert classifier.get_processor("tsv", str(tmp_path), labels="pos,neg").get_labels() == ["pos", "neg"]
+    # A row to predict has no label (the original's placeholder id 0 is given at conversion).
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "c", None, None)]
+    assert classifier_data.get_processor("tsv", str(tmp_path), labels="pos,neg").get_labels() == [
+        "pos",
+        "neg",
+    ]
 
     with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([["q", "a", "y"], ["Is it, maybe?", 'Yes, "it" is.', "1"]])
-    processor = classifier.get_processor("CSV", str(tmp_path), "q", "a", "y")
+    processor = classifier_data.get_processor("CSV", str(tmp_path), "q", "a", "y")
     assert processor.get_train_examples(str(tmp_path)) == [
         InputExample("train-1", "Is it, maybe?", 'Yes, "it" is.', "1")
     ]
     with pytest.raises(ValueError, match=r"train\.csv: no column 'label' \(--label_column\)"):
-        classifier.get_processor("csv", str(tmp_path), "q", "a").get_train_examples(str(tmp_path))
+        classifier_data.get_processor("csv", str(tmp_path), "q", "a").get_train_examples(str(tmp_path))
 
 
 def test_unknown_task_name_lists_the_known_ones():
     with pytest.raises(
         ValueError, match=r"unknown task 'sst9'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
     ):
-        classifier.get_processor("sst9")
+        classifier_data.get_processor("sst9")
 
 
 def test_row_with_the_wrong_number_of_columns_names_file_and_line(tmp_path):
     header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
     _write_tsv(tmp_path / "dev.tsv", [header, ["1", "1", "2", "a", "b"], ["0", "3", "a b", "c"]])
     with pytest.raises(ValueError, match=r"dev\.tsv:3: 4 columns, expected 5 \(as the header\)"):
-        classifier.get_processor("mrpc").get_dev_examples(str(tmp_path))
+        classifier_data.get_processor("mrpc").get_dev_examples(str(tmp_path))
     _write_tsv(tmp_path / "train.tsv", [["gj04", "1", "", "ok"], ["gj04", "1", "too\tmany", "x"]])
     with pytest.raises(ValueError, match=r"train\.tsv:2: 5 columns, expected 4$"):
-        classifier.get_processor("cola").get_train_examples(str(tmp_path))
+        classifier_data.get_processor("cola").get_train_examples(str(tmp_path))
 
 
 def test_rows_without_the_columns_a_processor_reads_name_file_and_line(tmp_path):
     # Every row as short as the header: the header's line is named, for every processor.
     _write_tsv(tmp_path / "train.tsv", [["Quality", "#1 ID", "#2 ID"], ["1", "11", "12"]])
     with pytest.raises(ValueError, match=r"train\.tsv:1: 3 columns, expected at least 5$"):
-        classifier.get_processor("mrpc").get_train_examples(str(tmp_path))
+        classifier_data.get_processor("mrpc").get_train_examples(str(tmp_path))
     _write_tsv(tmp_path / "dev_matched.tsv", [[str(i) for i in range(10)]] * 2)  # no label column
     with pytest.raises(ValueError, match=r"dev_matched\.tsv:1: 10 columns, expected at least 11$"):
-        classifier.get_processor("mnli").get_dev_examples(str(tmp_path))
+        classifier_data.get_processor("mnli").get_dev_examples(str(tmp_path))
     _write_tsv(tmp_path / "test.tsv", [["index"], ["0"]])
     with pytest.raises(ValueError, match=r"test\.tsv:1: 1 columns, expected at least 2$"):
-        classifier.get_processor("cola").get_test_examples(str(tmp_path))
+        classifier_data.get_processor("cola").get_test_examples(str(tmp_path))
     _write_tsv(tmp_path / "multinli" / "multinli.train.zh.tsv", [["premise", "hypo"], ["a", "b"]])
     with pytest.raises(ValueError, match=r"multinli\.train\.zh\.tsv:1: 2 columns, expected at least 3$"):
-        classifier.get_processor("xnli").get_train_examples(str(tmp_path))
+        classifier_data.get_processor("xnli").get_train_examples(str(tmp_path))
     _write_tsv(tmp_path / "xnli.dev.tsv", [["language", "gold_label", *"abcde"]])
     with pytest.raises(ValueError, match=r"xnli\.dev\.tsv:1: 7 columns, expected at least 8$"):
-        classifier.get_processor("xnli").get_dev_examples(str(tmp_path))
+        classifier_data.get_processor("xnli").get_dev_examples(str(tmp_path))
 
 
 def test_examples_know_their_file_and_line_and_compare_without_them(tmp_path):
     header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
     _write_tsv(tmp_path / "dev.tsv", [header, ["1", "1", "2", "a", "b"], ["0", "3", "4", "c", "d"]])
-    examples = classifier.get_processor("mrpc").get_dev_examples(str(tmp_path))
+    examples = classifier_data.get_processor("mrpc").get_dev_examples(str(tmp_path))
     dev = str(tmp_path / "dev.tsv")
     assert [(e.input_file, e.line_number) for e in examples] == [(dev, 2), (dev, 3)]
     assert examples[1] == InputExample("dev-2", "c", "d", "0")
     # A quoted CSV field over two lines: the line where the row ends.
     with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
         f.write('sentence,label\n"two\nlines",pos\nthree,neg\n')
-    examples = classifier.get_processor("csv", str(tmp_path)).get_train_examples(str(tmp_path))
+    examples = classifier_data.get_processor("csv", str(tmp_path)).get_train_examples(str(tmp_path))
     assert [(e.text_a, e.line_number) for e in examples] == [("two\nlines", 3), ("three", 4)]
 
 
@@ -337,7 +344,7 @@ def test_a_finished_training_is_reported_in_terms_of_num_train_epochs(tmp_path, 
 def test_pair_truncation_drops_from_the_longer_then_from_b(tokenizer):
     # 5 + 4 pieces for 10 - 3 = 7 slots: a (longer) loses "jumps", then b (as long) loses "dog".
     example = InputExample("g", "The quick brown fox jumps", "over the lazy dog", "1")
-    feature = classifier.convert_single_example(0, example, ["0", "1"], 10, tokenizer)
+    feature = classifier_data.convert_single_example(0, example, ["0", "1"], 10, tokenizer)
     tokens = ["[CLS]", "the", "quick", "brown", "fox", "[SEP]", "over", "the", "lazy", "[SEP]"]
     assert feature.input_ids == _ids(tokens)
     assert feature.input_mask == [1] * 10
@@ -349,25 +356,27 @@ def test_unk_accents_cjk_and_single_sentence_truncation(tokenizer):
     # Uncased: accents stripped; CJK characters split one by one, 爱 is not in the vocabulary;
     # ☃ is neither a word nor a piece of the vocabulary.
     example = InputExample("g", "Café Müller ☃", "我爱北京", "0")
-    feature = classifier.convert_single_example(0, example, ["0", "1"], 14, tokenizer)
+    feature = classifier_data.convert_single_example(0, example, ["0", "1"], 14, tokenizer)
     tokens = ["[CLS]", "cafe", "muller", "[UNK]", "[SEP]", "我", "[UNK]", "北", "京", "[SEP]"]
     assert feature.input_ids == _ids(tokens) + [0] * 4
     assert feature.input_mask == [1] * 10 + [0] * 4
     assert feature.segment_ids == [0] * 5 + [1] * 5 + [0] * 4
 
     single = InputExample("g", "the quick brown fox jumps", None, "0")
-    feature = classifier.convert_single_example(0, single, ["0", "1"], 5, tokenizer)
+    feature = classifier_data.convert_single_example(0, single, ["0", "1"], 5, tokenizer)
     assert feature.input_ids == _ids(["[CLS]", "the", "quick", "brown", "[SEP]"])
     assert feature.segment_ids == [0] * 5
 
 
 def test_text_b_without_tokens_is_a_single_sentence_and_bad_labels_fail(tokenizer):
     # A zero-width space (Cf) is dropped by the tokenizer: no tokens_b, so no second [SEP].
-    feature = classifier.convert_single_example(
+    feature = classifier_data.convert_single_example(
         0, InputExample("g", "dog", "\u200b", "0"), ["0", "1"], 5, tokenizer
     )
     assert feature.input_ids == _ids(["[CLS]", "dog", "[SEP]"]) + [0, 0]
-    padding = classifier.convert_single_example(0, classifier.PaddingInputExample(), ["0", "1"], 4, tokenizer)
+    padding = classifier_data.convert_single_example(
+        0, classifier_data.PaddingInputExample(), ["0", "1"], 4, tokenizer
+    )
     assert (padding.input_ids, padding.input_mask, padding.label_id, padding.is_real_example) == (
         [0] * 4,
         [0] * 4,
@@ -375,14 +384,18 @@ def test_text_b_without_tokens_is_a_single_sentence_and_bad_labels_fail(tokenize
         False,
     )
     with pytest.raises(ValueError, match=r"dev-3: label '2' is not one of the labels \['0', '1'\]"):
-        classifier.convert_single_example(0, InputExample("dev-3", "a", None, "2"), ["0", "1"], 5, tokenizer)
+        classifier_data.convert_single_example(
+            0, InputExample("dev-3", "a", None, "2"), ["0", "1"], 5, tokenizer
+        )
 
 
 def test_records_hold_the_originals_features_one_per_example(tmp_path, tokenizer):
     examples = [InputExample("a", "dog", None, "1"), InputExample("b", "cat", "dog", "0")]
-    examples = classifier._pad_for_tpu(examples, 4)  # what --use_tpu adds
+    examples = classifier_run._pad_for_tpu(examples, 4)  # what --use_tpu adds
     path = str(tmp_path / "eval.tf_record")
-    assert classifier.file_based_convert_examples_to_features(examples, ["0", "1"], 6, tokenizer, path) == 4
+    assert (
+        classifier_data.file_based_convert_examples_to_features(examples, ["0", "1"], 6, tokenizer, path) == 4
+    )
     records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
     features = [{k: list(v.int64_list.value) for k, v in r.features.feature.items()} for r in records]
     assert [sorted(f) for f in features] == [
@@ -399,7 +412,7 @@ def test_records_hold_the_originals_features_one_per_example(tmp_path, tokenizer
 def test_head_is_top_level_output_weights_and_bias_with_dropout_in_training(fixtures_dir):
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
-    model = classifier.BertClassifier(config, 3)
+    model = classifier_task.BertClassifier(config, 3)
     shapes = {w.path: tuple(w.shape) for w in model.weights}
     assert shapes["output_weights"] == (3, 128) and shapes["output_bias"] == (3,)
     assert [p for p in shapes if not p.startswith("bert/")] == ["output_weights", "output_bias"]
@@ -454,6 +467,16 @@ def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
     np.testing.assert_allclose(
         [[float(p) for p in line.split("\t")] for line in lines], probabilities, atol=2e-6
     )
+    # The same with a header, each example's guid and the predicted label's name.
+    header, *rows = [
+        line.split("\t")
+        for line in (tmp_path / "from_init" / "test_predictions.tsv").read_text().splitlines()
+    ]
+    assert header == ["guid", "label", "0", "1"]
+    guids = [example.guid for example in classifier_data.get_processor("mrpc").get_test_examples(DEMO)]
+    assert [row[0] for row in rows] == guids and len(guids) == 16
+    assert [row[1] for row in rows] == [str(np.argmax(p)) for p in probabilities]
+    np.testing.assert_allclose([[float(p) for p in row[2:]] for row in rows], probabilities, atol=2e-6)
 
     expected = ff.eval_reference(weights, str(tmp_path / "from_init" / "eval.tf_record"), 32, 6)
     got = dict(
@@ -476,6 +499,57 @@ def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
     results = run_classifier(options)
     np.testing.assert_allclose(results["predict"], probabilities, rtol=0, atol=2e-6)
     assert results["eval"]["global_step"] == 1234
+
+    # --export_dir alone (no --do_*): the model of --output_dir exported, nothing else run.
+    options.do_eval = options.do_predict = False
+    options.export_dir = str(tmp_path / "export")
+    results = run_classifier(options)
+    assert results == {"train": None, "eval": None, "predict": None, "export": str(tmp_path / "export" / "1")}
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    with open(os.path.join(DEMO, "test.tsv"), encoding="utf-8") as f:
+        tests = [line.rstrip("\n").split("\t") for line in f][1:]
+    served = tf.saved_model.load(results["export"]).signatures["text_pair"](
+        text_a=tf.constant([row[3] for row in tests]), text_b=tf.constant([row[4] for row in tests])
+    )
+    np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, rtol=0, atol=1e-5)
+
+
+def test_a_truncated_checkpoint_is_an_error_before_any_feature_is_written(tmp_path):
+    """It was reported only when the weights were loaded, after train.tf_record was written."""
+    directory = tmp_path / "truncated"
+    shutil.copytree(mf.GOOGLE_TINY, directory)
+    data = directory / "bert_model.ckpt.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"bert_model\.ckpt: checkpoint is truncated: its data files hold"):
+        run_classifier(_options(tmp_path, DEMO, init_checkpoint=str(directory / "bert_model.ckpt")))
+    assert not (tmp_path / "out").exists()
+    # Any path of the checkpoint names it: its prefix, directory, .index or .data file.
+    for path in (directory, data, str(data).replace(".data-00000-of-00001", ".index")):
+        with pytest.raises(ValueError, match="checkpoint is truncated"):
+            run_classifier(_options(tmp_path, DEMO, init_checkpoint=str(path)))
+
+
+def test_bytes_that_are_not_utf8_are_dropped_with_a_warning_naming_file_line_and_count(tmp_path, caplog):
+    rows = [b"sentence\tlabel\n", b"good\tpos\n", b"caf\xe9\tneg\n", b"fine\tpos\n", b"bad \xff\xfe\tneg\n"]
+    (tmp_path / "train.tsv").write_bytes(b"".join(rows))
+    with caplog.at_level("WARNING"):
+        examples = classifier_data.get_processor("tsv", str(tmp_path)).get_train_examples(str(tmp_path))
+    assert [example.text_a for example in examples] == ["good", "caf", "fine", "bad "]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    path = tmp_path / "train.tsv"
+    assert warnings == [
+        f"{path}: 2 lines are not UTF-8 (the first is line 3); their invalid bytes are dropped"
+    ]
+
+
+def test_an_example_to_predict_without_a_label_is_logged_without_one(tokenizer, caplog):
+    example = InputExample("test-0", "the dog", None, None)  # a tsv/csv row without a label column
+    with caplog.at_level("INFO"):
+        feature = classifier_data.convert_single_example(0, example, ["negative", "positive"], 8, tokenizer)
+    assert feature.label_id == 0  # the original's placeholder
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "label: none (an example to predict)" in logged and "negative" not in logged
 
 
 # -- the tool end to end ---------------------------------------------------------------------

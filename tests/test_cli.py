@@ -1,7 +1,8 @@
 """The tools' shared start-up (bert_tf.cli): TensorFlow's C++ logs hidden unless the user asks, bad
 flags and SIGTERM; and the original's flags, which every tool of the same name takes."""
 
-import json
+import ast
+import dataclasses
 import os
 import re
 import subprocess
@@ -271,35 +272,133 @@ ORIGINAL_FLAGS = {
     },
 }
 
-# Loads a tool as a module (its main does not run) and prints its flags' kinds and defaults.
-FLAG_LISTER = """
-import importlib.util, json, sys
-from absl import flags
-spec = importlib.util.spec_from_file_location("tool", sys.argv[1])
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-print(json.dumps({name: [flag.flag_type(), flag.default] for name, flag in flags.FLAGS._flags().items()}))
-"""
+# Every tool, and the options dataclass its flags are defined from (and the fields it has no
+# flag for).
+TOOL_OPTIONS = {
+    "build_vocab.py": ("bert_tf.text.vocabulary", "BuildVocabOptions", ()),
+    "convert_checkpoint.py": ("bert_tf.checkpoints.converter", "ConvertOptions", ()),
+    "create_pretraining_data.py": ("bert_tf.data.options", "CreatePretrainingDataOptions", ()),
+    "evaluate_squad.py": ("bert_tf.tasks.squad.evaluation", "EvaluateOptions", ()),
+    "export_saved_model.py": ("bert_tf.export.bert", "ExportOptions", ()),
+    "extract_features.py": ("bert_tf.tasks.features.run", "FeaturesOptions", ()),
+    "query_saved_model.py": ("bert_tf.export.query", "QueryOptions", ()),
+    "run_classifier.py": ("bert_tf.tasks.classifier.run", "ClassifierOptions", ()),
+    "run_pretraining.py": ("bert_tf.tasks.pretraining.run", "PretrainingOptions", ()),
+    "run_squad.py": ("bert_tf.tasks.squad.run", "SquadOptions", ("eval_batch_size",)),
+    "run_tagger.py": ("bert_tf.tasks.tagging.run", "TaggingOptions", ()),
+}
+# One absl flag's entry in --help: `  --[no]name: <a|b>: help` and its indented lines.
+_HELP_ENTRY = re.compile(r"^  --(\[no\])?(\w+): (.*?)(?=^  --|^\S|\Z)", re.MULTILINE | re.DOTALL)
 
 
-@pytest.mark.parametrize("tool", sorted(ORIGINAL_FLAGS))
-def test_a_tool_takes_the_originals_flags_with_its_defaults(tool):
-    listed = subprocess.run(
-        [sys.executable, "-c", FLAG_LISTER, os.path.join(REPO, "tools", tool)],
+@pytest.fixture(scope="module")
+def helps():
+    """`{tool: (exit status, stdout)}` of `--help`, every tool (and make demo's script) at once."""
+    tools = sorted([*TOOL_OPTIONS, "demo.py"])
+    processes = {
+        tool: subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "tools", tool), "--help"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tool in tools
+    }
+    return {
+        tool: (process.wait(timeout=600), process.communicate()[0]) for tool, process in processes.items()
+    }
+
+
+def _help_entries(text):
+    """`{flag: (kind, default as absl prints it or None, help)}` of a tool's --help."""
+    entries = {}
+    for match in _HELP_ENTRY.finditer(text):
+        body = " ".join(match.group(3).split())
+        default = re.search(r"\(default: '(.*?)'\)", body)
+        kind = (
+            "bool"
+            if match.group(1)
+            else "int"
+            if "(an integer)" in body
+            else "float"
+            if "(a number)" in body
+            else "str"
+        )
+        entries[match.group(2)] = (kind, default.group(1) if default else None, body)
+    return entries
+
+
+def test_the_tool_list_is_every_tool():
+    tools = {name for name in os.listdir(os.path.join(REPO, "tools")) if name.endswith(".py")}
+    assert tools == {*TOOL_OPTIONS, "demo.py"}
+
+
+@pytest.mark.parametrize("tool", sorted(TOOL_OPTIONS))
+def test_help_lists_each_of_the_tools_flags_with_its_help_and_default(helps, tool):
+    import importlib
+
+    from bert_tf.options import flag_fields
+
+    status, text = helps[tool]
+    assert status == 0, text[-2000:]
+    with open(os.path.join(REPO, "tools", tool), encoding="utf-8") as f:
+        docstring = ast.get_docstring(ast.parse(f.read()))
+    assert text.startswith(docstring.splitlines()[0])  # the tool's docstring first
+    assert "Try --helpfull" in text
+    module, name, omitted = TOOL_OPTIONS[tool]
+    fields = [f for f in flag_fields(getattr(importlib.import_module(module), name)) if f.name not in omitted]
+    entries = _help_entries(text)
+    assert sorted(entries) == sorted(f.name for f in fields)  # its own flags only: no absl's, no TF's
+    for field in fields:
+        kind, default, body = entries[field.name]
+        # absl wraps the help at spaces and hyphens ("non-null" -> "non- null").
+        assert "".join(field.metadata["help"].split()) in "".join(body.split()), field.name
+        value = field.default_factory() if field.default is dataclasses.MISSING else field.default
+        if value is None:
+            assert default is None, field.name
+        elif isinstance(value, bool):
+            assert default == str(value).lower(), field.name
+        elif isinstance(value, list):
+            assert default == ",".join(value), field.name
+        else:
+            assert default is not None and type(value)(default) == value, field.name
+
+
+def test_make_demos_script_prints_its_help_without_running(helps):
+    status, text = helps["demo.py"]
+    assert status == 0 and text.startswith("`make demo`: bert_tf end to end")
+    assert "$ python tools/" not in text  # no step of the demo ran
+
+
+def test_helpfull_lists_absl_flags_too_and_exits_0():
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "evaluate_squad.py"), "--helpfull"],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    ours = json.loads(listed.stdout.strip().splitlines()[-1])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--na_prob_thresh" in result.stdout and "logtostderr" in result.stdout
+
+
+@pytest.mark.parametrize("tool", sorted(ORIGINAL_FLAGS))
+def test_a_tool_takes_the_originals_flags_with_its_defaults(helps, tool):
+    ours = _help_entries(helps[tool][1])
     for name, default in ORIGINAL_FLAGS[tool].items():
         assert name in ours, f"{tool} lacks the original's --{name}"
-        kind, our_default = ours[name]
+        kind, our_default, _ = ours[name]
         if isinstance(default, bool):
             assert kind == "bool", (tool, name, kind)
         elif isinstance(default, (int, float)):
             assert kind == {int: "int", float: "float"}[type(default)], (tool, name, kind)
-        assert our_default == default, (tool, name, our_default, default)
+        if default is None:
+            assert our_default is None, (tool, name, our_default)
+        elif isinstance(default, (bool, str)):
+            assert our_default == str(default).lower() if isinstance(default, bool) else default, (tool, name)
+        else:
+            assert type(default)(our_default) == default, (tool, name, our_default, default)
 
 
 @pytest.mark.parametrize("signum, status, line", [(15, 143, "cleaned up"), (2, 130, "interrupted")])

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 
 import keras
 import numpy as np
@@ -40,7 +41,7 @@ from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(REPO, "README.md")
+SERVING_DOC = os.path.join(REPO, "docs", "serving.md")
 VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
 TRAIN_CONFIG = os.path.join(FIXTURES_DIR, "google_tiny_train", "bert_config.json")
 TRAIN_CKPT = os.path.join(FIXTURES_DIR, "google_tiny_train", "model.ckpt-3")
@@ -184,8 +185,8 @@ def serialized_examples(batch):
 
 
 def readme_requests():
-    """The REST bodies README.md marks with `<!-- rest-request -->` (json blocks, curl's -d)."""
-    with open(README, encoding="utf-8") as f:
+    """The REST bodies docs/serving.md marks with `<!-- rest-request -->` (json blocks, curl's -d)."""
+    with open(SERVING_DOC, encoding="utf-8") as f:
         blocks = re.findall(r"<!-- rest-request -->\s*```(\w+)\n(.*?)```", f.read(), re.DOTALL)
     bodies = []
     for language, text in blocks:
@@ -402,11 +403,12 @@ def test_readme_requests_give_the_reference_outputs(served, requests, tokenizer)
         want = reference.reference_forward(weights, config, *(np.asarray(ids[k]) for k in ID_INPUTS))
         for output in ENCODER_OUTPUTS:
             diff = max_diff(served[f"{name}/{output}"], want[output])
-            assert report(f"README request {name} ({signature}) {output} - float64 reference", diff) <= 1e-5
+            what = f"docs/serving.md request {name} ({signature}) {output} - float64 reference"
+            assert report(what, diff) <= 1e-5
 
 
 def _readme_signature_table():
-    with open(README, encoding="utf-8") as f:
+    with open(SERVING_DOC, encoding="utf-8") as f:
         text = f.read().split("<!-- signatures-table", 1)[1]
     rows = set()
     for line in text.splitlines()[3:]:
@@ -547,15 +549,19 @@ def test_any_model_with_output_names_exports(batches, tmp_path, caplog):
     bert = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
     load_google_checkpoint(bert, mf.GOOGLE_TINY_CKPT)
     classifier = Classifier(bert)
-    path = export_saved_model(
-        classifier,
-        ["probabilities"],
-        VOCAB,
-        True,
-        MAX_SEQ_LENGTH,
-        str(tmp_path / "cls"),
-        text_signatures=False,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = export_saved_model(
+            classifier,
+            ["probabilities"],
+            VOCAB,
+            True,
+            MAX_SEQ_LENGTH,
+            str(tmp_path / "cls"),
+            text_signatures=False,
+        )
+    # Keras warned of "a softmax over axis -1 of a tensor of shape (1, 2, 1, 1)" on every export.
+    assert [str(w.message) for w in caught if "softmax" in str(w.message)] == []
     assert "export_saved_model without config: the id signatures accept ids outside" in caplog.text
     inputs = {k: batches["b1"][k] for k in ID_INPUTS}
     want = np.asarray(classifier(inputs))
@@ -672,12 +678,12 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(case, tmp_path):
 def test_a_padded_embedding_table_and_blank_vocab_lines_are_accepted(tmp_path, caplog):
     """As the original runs them: a config whose table has rows beyond the vocabulary (e.g.
     padded to a multiple of 8) warns; blank lines (no text tokenizes to "") do not count."""
-    from bert_tf.export.bert import check_vocab_and_length
+    from bert_tf.checkpoints.pretrained import check_vocab_and_length
 
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     with open(VOCAB, encoding="utf-8") as f:
         (tmp_path / "blank_line.txt").write_text(f.read() + "\n", encoding="utf-8")
-    with caplog.at_level("WARNING", logger="bert_tf.export.bert"):
+    with caplog.at_level("WARNING", logger="bert_tf.checkpoints.pretrained"):
         check_vocab_and_length(config, str(tmp_path / "blank_line.txt"), 128)
         assert not caplog.records
         padded = BertConfig.from_dict(dict(config.to_dict(), vocab_size=30528))
@@ -768,3 +774,63 @@ def test_the_next_export_cleans_up_after_killed_ones(tmp_path):
     (base / "marker").unlink()
     assert sorted(os.listdir(base)) == ["1", "2", "3"]
     assert [(base / v / "saved_model.pb").read_text() for v in "123"] == ["only copy", "replaced", "new"]
+
+
+def _query(export_dir, **flags):
+    from bert_tf.export.query import QueryOptions, query_saved_model
+
+    return query_saved_model(QueryOptions(export_dir=str(export_dir), **flags))
+
+
+def _joined(values):
+    return ",".join(str(int(v)) for v in values)
+
+
+def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(moved_export, served, batches):
+    # The base directory (its highest version) or the version itself; the text signatures.
+    text = _query(moved_export, text=TEXTS[1])
+    assert list(text) == list(_query(moved_export / "1", signature="text", text=TEXTS[1]))
+    for name in ENCODER_OUTPUTS:
+        assert max_diff(text[name], served[f"text/{name}"][1]) <= 1e-6, name
+    pair = _query(moved_export, text=PAIRS[0][0], text_b=PAIRS[0][1])
+    assert max_diff(pair["pooled_output"], served["pair/pooled_output"][0]) <= 1e-6
+    # Ids (padding included) against the original's outputs, through serving_default and tf_example.
+    batch = batches["b1"]
+    ids = {name: _joined(batch[name][2]) for name in ID_INPUTS}
+    for signature in ("serving_default", "tf_example"):
+        got = _query(moved_export, signature=signature, **ids)
+        for name in ENCODER_OUTPUTS:
+            diff = max_diff(got[name], batch[name][2])
+            assert report(f"query {signature} {name} - original", diff) <= 1e-5
+    count = batch["masked_lm_positions"].shape[1]  # the export's width is MAX_PREDICTIONS
+    positions = _joined([*batch["masked_lm_positions"][2], *[0] * (MAX_PREDICTIONS - count)])
+    heads = _query(moved_export, signature="pretraining", masked_lm_positions=positions, **ids)
+    want = batch["masked_lm_log_probs"].reshape(len(batch["input_ids"]), count, -1)[2]
+    assert max_diff(np.asarray(heads["masked_lm_log_probs"])[:count], want) <= 1e-5
+
+
+def test_query_names_what_it_cannot_do(moved_export, tmp_path):
+    for flags, message in (
+        (dict(signature="nope", text="a"), r"/1: no signature 'nope'; it has pretraining, serving_default"),
+        (dict(signature="text_pair", text="a"), "the text_pair signature needs --text and --text_b"),
+        (dict(input_ids="101,x"), r"--input_ids must be comma-separated integers, got '101,x'"),
+        (dict(input_ids="101,102", input_mask="1"), "--input_mask has 1 values, --input_ids 2"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            _query(moved_export, **flags)
+    with pytest.raises(ValueError, match="neither a SavedModel nor a directory of versions"):
+        _query(tmp_path)
+
+
+def test_the_query_tool_prints_one_json_object(moved_export):
+    tool = os.path.join(REPO, "tools", "query_saved_model.py")
+    result = subprocess.run(
+        [sys.executable, tool, f"--export_dir={moved_export}", "--text=Jim Henson was a puppeteer"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = json.loads(result.stdout)
+    assert sorted(outputs) == ["pooled_output", "sequence_output"]
+    assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == MAX_SEQ_LENGTH

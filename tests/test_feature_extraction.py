@@ -10,7 +10,8 @@ import pytest
 
 from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.checkpoints import reference
-from bert_tf.tasks import feature_extraction as features
+from bert_tf.tasks.features import data as features_data
+from bert_tf.tasks.features import task as features_task
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
@@ -53,9 +54,9 @@ def reference_layers(weights, config, ids, segments, seq_length):
 def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
     rows = fixture_lines(3)
     seq_length = 48
-    examples = [features.InputExample(i, row["text"]) for i, row in enumerate(rows)]
+    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(rows)]
     results = list(
-        features.extract_features(
+        features_task.extract_features(
             model, FullTokenizer(VOCAB, True), examples, seq_length, [-1, -2], batch_size=2
         )
     )
@@ -74,9 +75,9 @@ def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
 def test_the_forward_pass_is_compiled_once_for_a_partial_last_batch(fixtures_dir):
     """Three batches, the last one short: it is padded, so the compiled pass is not retraced."""
     model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
-    examples = [features.InputExample(i, row["text"]) for i, row in enumerate(fixture_lines(5))]
+    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(fixture_lines(5))]
     results = list(
-        features.extract_features(model, FullTokenizer(VOCAB, True), examples, 32, [-1], batch_size=2)
+        features_task.extract_features(model, FullTokenizer(VOCAB, True), examples, 32, [-1], batch_size=2)
     )
     assert [r["linex_index"] for r in results] == [0, 1, 2, 3, 4]
     assert model.predict_function.experimental_get_tracing_count() == 1
@@ -85,8 +86,8 @@ def test_the_forward_pass_is_compiled_once_for_a_partial_last_batch(fixtures_dir
 def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
     a, b = fixture_lines(2)
     seq_length = 32  # the pair has 44 wordpieces: truncated longest-first to 29
-    example = features.InputExample(7, a["text"], b["text"])
-    (result,) = features.extract_features(model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
+    example = features_data.InputExample(7, a["text"], b["text"])
+    (result,) = features_task.extract_features(model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
     tokens_a, tokens_b = list(a["ids"]), list(b["ids"])
     assert len(tokens_a) + len(tokens_b) > seq_length - 3
     while len(tokens_a) + len(tokens_b) > seq_length - 3:
@@ -102,14 +103,14 @@ def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
 def test_read_examples_splits_pairs(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"  one  \nleft ||| right\n\xff\xfebroken utf8\n")
-    examples = list(features.read_examples(str(path)))
+    examples = list(features_data.read_examples(str(path)))
     assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
         (0, "one", None),
         (1, "left", "right"),
         (2, "broken utf8", None),
     ]
     with pytest.raises(ValueError, match=r"nothere\.txt: no such input file"):
-        list(features.read_examples(str(tmp_path / "nothere.txt")))
+        list(features_data.read_examples(str(tmp_path / "nothere.txt")))
 
 
 def test_lines_are_read_as_the_originals_gfile_reads_them(tmp_path):
@@ -122,7 +123,7 @@ def test_lines_are_read_as_the_originals_gfile_reads_them(tmp_path):
     with tf.io.gfile.GFile(str(path), "r") as reader:
         original = [line.strip() for line in reader]
     assert [
-        e.text_a + (f" ||| {e.text_b}" if e.text_b else "") for e in features.read_examples(str(path))
+        e.text_a + (f" ||| {e.text_b}" if e.text_b else "") for e in features_data.read_examples(str(path))
     ] == original
 
 
@@ -130,9 +131,9 @@ def test_an_empty_input_is_an_error_that_keeps_the_earlier_output(tmp_path):
     empty, output = tmp_path / "empty.txt", tmp_path / "features.jsonl"
     empty.write_bytes(b"")
     output.write_text('{"linex_index": 0}\n')
-    records = ({"linex_index": e.unique_id} for e in features.read_examples(str(empty)))
+    records = ({"linex_index": e.unique_id} for e in features_data.read_examples(str(empty)))
     with pytest.raises(ValueError, match=r"empty\.txt: the input file is empty"):
-        features.write_jsonl(records, str(output))
+        features_data.write_jsonl(records, str(output))
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "features.jsonl"]
     assert output.read_text() == '{"linex_index": 0}\n'
 

@@ -157,17 +157,17 @@ def test_output_paths_are_checked_up_to_the_first_existing_directory(tmp_path):
 WORKER_CODE = """
 import sys
 from bert_tf import files
-from bert_tf.data import PretrainingDataOptions, pipeline
+from bert_tf.data import PretrainingDataOptions, pipeline, shards
 
 corpus, vocab, directory = sys.argv[1:]
 options = PretrainingDataOptions(vocab_file=vocab, dupe_factor=1)
 pipeline._init_worker(options)
-shards = pipeline.plan_shards(files.expand_input_patterns(corpus), 1000)
-records = [pipeline._make_shard((i, ranges))[1] for i, ranges in enumerate(shards)]
+plan = shards.plan_shards(files.expand_input_patterns(corpus), 1000)
+records = [pipeline._make_shard((i, ranges))[1] for i, ranges in enumerate(plan)]
 with files.atomic_output(directory + "/out.txt") as tmp, files.open_file(tmp, "w") as writer:
     writer.write(str(sum(map(len, records))))
 assert files.exists(directory + "/out.txt") and files.size(directory + "/out.txt") > 0
-print(len(shards), "tensorflow" in sys.modules)
+print(len(plan), "tensorflow" in sys.modules)
 """
 
 

@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, load_google_checkpoint
 from bert_tf.checkpoints import reference
+from bert_tf.tasks.pretraining.task import PretrainingTask
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.pretraining import PretrainingTask
 from bert_tf.training.step import TrainStep
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR

@@ -287,14 +287,14 @@ WORKER_CODE = """
 import io, sys
 from apache_beam.io.tfrecordio import _TFRecordUtil
 from bert_tf import files
-from bert_tf.data import PretrainingDataOptions, pipeline
+from bert_tf.data import PretrainingDataOptions, shards
 from bert_tf.data.beam_pipeline import MakeShardFn
 
 corpus, vocab = sys.argv[1:]
 fn = MakeShardFn(PretrainingDataOptions(vocab_file=vocab, dupe_factor=1))
 fn.setup()
 out = io.BytesIO()
-for shard in enumerate(pipeline.plan_shards(files.expand_input_patterns(corpus), 1000)):
+for shard in enumerate(shards.plan_shards(files.expand_input_patterns(corpus), 1000)):
     for record in fn.process(shard):
         _TFRecordUtil.write_record(out, record)
 print(len(out.getvalue()) > 0, "tensorflow" in sys.modules)

@@ -1,15 +1,28 @@
-"""create_pretraining_data: the original's output, bad input, and scale mode's statistics."""
+"""create_pretraining_data: the original's output, bad input, scale mode's statistics, progress,
+warnings and the tool's flags."""
 
+import dataclasses
 import gzip
+import io
+import json
 import logging
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
-from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline
+from bert_tf import progress
+from bert_tf.data import (
+    CreatePretrainingDataOptions,
+    PretrainingDataOptions,
+    create_pretraining_data,
+    pipeline,
+    shards,
+)
+from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.text.tokenization import FullTokenizer
 from tests import pretraining_fixtures as pf
 
@@ -119,6 +132,7 @@ def test_a_character_vocabulary_reproduces_the_original_output(
     [
         ({"max_seq_length": 4}, "--max_seq_length must be at least 5, got 4"),
         ({"max_predictions_per_seq": -1}, "--max_predictions_per_seq must be at least 0, got -1"),
+        ({"vocab_file": None}, "--vocab_file is required"),
     ],
 )
 def test_what_the_original_cannot_run_is_an_error(fixtures_dir, tmp_path, overrides, message):
@@ -389,8 +403,8 @@ def test_a_rerun_with_another_shard_count_removes_the_earlier_shards(
 def test_shards_end_at_document_boundaries(tmp_path):
     path = tmp_path / "c.txt"
     path.write_bytes(b"a b\nc d\n\n" * 100)
-    shards = pipeline.plan_shards([str(path)], 100)
-    ranges = [r for shard in shards for r in shard]
+    plan = shards.plan_shards([str(path)], 100)
+    ranges = [r for shard in plan for r in shard]
     assert ranges[0][1] == 0 and ranges[-1][2] == 900
     assert all(end % 9 == 0 for _, _, end in ranges)  # every cut is after a blank line
     assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:], strict=False))
@@ -448,10 +462,10 @@ def test_shards_are_cut_at_any_blank_line(fixtures_dir, tmp_path, style):
     corpus.write_bytes(restyle(uniform_corpus(), style))
     document_bytes = len(corpus.read_bytes()) / 12
     shard_bytes = int(2.5 * lf_document_bytes)  # 2.5 documents of any style: cuts after 3
-    shards = pipeline.plan_shards([str(corpus)], shard_bytes)
-    maker = pipeline._ShardMaker(options())
-    assert [maker.read(ranges).num_documents for ranges in shards] == [3, 3, 3, 3]
-    for ranges in shards:  # the memory bound: a shard exceeds its size by less than a document
+    plan = shards.plan_shards([str(corpus)], shard_bytes)
+    maker = shards.ShardMaker(options())
+    assert [maker.read(ranges).num_documents for ranges in plan] == [3, 3, 3, 3]
+    for ranges in plan:  # the memory bound: a shard exceeds its size by less than a document
         assert sum(end - start for _, start, end in ranges) <= shard_bytes + document_bytes
 
 
@@ -481,3 +495,157 @@ def test_scale_mode_gives_the_same_shards_for_any_blank_lines(
     records = scale_mode_records(tmp_path, style)
     assert len(records) == len(lf_scale_records) == 4
     assert records == lf_scale_records  # the same documents in each shard give the same examples
+
+
+# --- Progress, warnings and the tool's flags ------------------------------------------------------
+
+
+class FakeClock:
+    """`bert_tf.progress`'s `time`: a clock that moves only when the test moves it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+
+def test_exact_mode_shows_progress_at_least_every_30_s_while_it_reads_makes_and_writes(
+    fixtures_dir, tmp_path, monkeypatch
+):
+    """Each line tokenized, instance encoded and record written takes a second of a fake clock:
+    a progress line comes at least every 30 of its seconds from start to end. The corpus is one
+    document of 186 lines (a corpus without blank lines), so its instances are all made in one
+    document's turn, and the reading, the instances and the writing each take over 30 s."""
+    clock = FakeClock()
+    monkeypatch.setattr(progress, "time", clock)
+
+    def taking_a_second(method):
+        def slow(*args):
+            clock.now += 1
+            return method(*args)
+
+        return slow
+
+    monkeypatch.setattr(FullTokenizer, "tokenize", taking_a_second(FullTokenizer.tokenize))
+    monkeypatch.setattr(ExampleEncoder, "encode", taking_a_second(ExampleEncoder.encode))
+    monkeypatch.setattr(RecordWriter, "write", taking_a_second(RecordWriter.write))
+    shown = []  # (time, line) of each progress line
+
+    class Stderr(io.StringIO):
+        def write(self, text):
+            shown.extend((clock.now, line) for line in text.splitlines() if line)
+            return len(text)
+
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    lines = [line for line in pathlib.Path(pf.SAMPLE_TEXT).read_text(encoding="utf-8").splitlines() if line]
+    corpus = tmp_path / "one_document.txt"
+    corpus.write_text("\n".join(lines * 6) + "\n", encoding="utf-8")
+    start = clock.now
+    summary = create_pretraining_data(str(corpus), str(tmp_path / "out"), options(dupe_factor=1))
+    phases = {"reading": 186, "making instances": summary.instances, "writing": summary.instances}
+    assert clock.now - start == sum(phases.values()) and min(phases.values()) > 30
+    times = [start, *(time for time, line in shown if line.startswith("create_pretraining_data")), clock.now]
+    assert max(b - a for a, b in zip(times, times[1:], strict=False)) <= 30, shown
+    read = [line for _, line in shown if line.startswith("create_pretraining_data reading: ")]
+    assert read[-1].startswith(
+        f"create_pretraining_data reading: 186 lines | {corpus.stat().st_size:,} bytes"
+    )
+
+
+WARNED_FLAGS = re.compile(r"^(--\w+)=")
+
+
+@pytest.mark.parametrize(
+    "max_seq_length, max_predictions_per_seq, masked_lm_prob, warned",
+    [
+        (128, 20, 0.15, []),  # the defaults: 20 of 19.2
+        (512, 76, 0.15, []),  # the original README's 76 for 512 (76.8)
+        (512, 70, 0.15, []),  # the rule: at least 0.9 x 76.8 = 69.1
+        (512, 69, 0.15, ["--max_predictions_per_seq"]),
+        (513, 77, 0.15, ["--max_seq_length"]),
+        (1024, 20, 0.15, ["--max_seq_length", "--max_predictions_per_seq"]),
+        (128, 10, 0.15, ["--max_predictions_per_seq"]),
+        (128, 20, 0.3, ["--max_predictions_per_seq"]),
+        (128, 0, 0.15, []),  # no masked LM: meant
+        (128, 20, 0.0, []),
+    ],
+)
+def test_the_flags_warned_about(caplog, max_seq_length, max_predictions_per_seq, masked_lm_prob, warned):
+    flags = options(
+        max_seq_length=max_seq_length,
+        max_predictions_per_seq=max_predictions_per_seq,
+        masked_lm_prob=masked_lm_prob,
+    )
+    with caplog.at_level(logging.WARNING):
+        flags.log_warnings()
+    assert [WARNED_FLAGS.match(record.getMessage()).group(1) for record in caplog.records] == warned
+
+
+@pytest.mark.parametrize("workers", [0, 1], ids=["exact", "scale"])
+def test_a_long_max_seq_length_and_a_low_masking_cap_are_warned_about_once_before_the_work(
+    fixtures_dir, tmp_path, caplog, workers
+):
+    with caplog.at_level(logging.INFO, logger="bert_tf.data"):
+        summary = create_pretraining_data(
+            pf.SAMPLE_TEXT, str(tmp_path / "out"), options(max_seq_length=1024, dupe_factor=1), workers
+        )
+    messages = [record.getMessage() for record in caplog.records]
+    warned = [message for message in messages if message.startswith("--")]
+    assert warned == [
+        "--max_seq_length=1024: Google's released BERT checkpoints have 512 positions "
+        "(max_position_embeddings in bert_config.json) and cannot train on these examples; "
+        "pretrain a model whose max_position_embeddings is at least 1024",
+        "--max_predictions_per_seq=20 masks at most 20 of the 1024 tokens of an instance (2.0%), "
+        "not the 15% of --masked_lm_prob=0.15: set --max_predictions_per_seq=154 (about "
+        "max_seq_length x masked_lm_prob), and give run_pretraining.py the same value",
+    ]
+    first_work = "Reading and tokenizing" if workers == 0 else "Cut the input into"
+    assert messages.index(warned[-1]) < min(i for i, m in enumerate(messages) if m.startswith(first_work))
+    # What the warning is about: the original's cap leaves far fewer than 15% of the tokens masked.
+    assert summary.masked <= 20 * summary.instances and summary.masked / summary.tokens < 0.1
+
+
+def test_the_defaults_are_not_warned_about(fixtures_dir, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="bert_tf.data"):
+        create_pretraining_data(pf.SAMPLE_TEXT, str(tmp_path / "out"), PretrainingDataOptions(pf.VOCAB))
+    assert caplog.records == []
+
+
+# Loads the tool as a module (its main does not run) and prints the flags it defines.
+TOOL_FLAGS = """
+import importlib.util, json, sys
+from absl import flags
+spec = importlib.util.spec_from_file_location("create_pretraining_data", sys.argv[1])
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+own = flags.FLAGS.get_key_flags_for_module("create_pretraining_data")
+print(json.dumps({flag.name: [flag.default, flag.help] for flag in own}))
+"""
+
+
+def test_the_tools_flags_are_the_options_fields_declared_once():
+    tool = os.path.join(REPO, "tools", "create_pretraining_data.py")
+    listed = subprocess.run(
+        [sys.executable, "-c", TOOL_FLAGS, tool], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    fields = {field.name: field for field in dataclasses.fields(CreatePretrainingDataOptions)}
+    flags = json.loads(listed.stdout.strip().splitlines()[-1])
+    assert {name: default for name, (default, _) in flags.items()} == {
+        name: field.default for name, field in fields.items()
+    }
+    assert all(flags[name][1].startswith(field.metadata["help"]) for name, field in fields.items())
+    required = [name for name, field in fields.items() if field.metadata["required"]]
+    assert required == ["vocab_file", "input_file", "output_file"]
+    missing = subprocess.run(
+        [sys.executable, tool, f"--vocab_file={pf.VOCAB}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert missing.returncode == 1
+    assert (
+        "--input_file must have a value" in missing.stderr
+        and "--output_file must have a value" in missing.stderr
+    )

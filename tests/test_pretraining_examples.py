@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline
+from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline, shards
 from bert_tf.data.examples import ExampleEncoder, _varint
 
 
@@ -189,12 +189,12 @@ def test_every_record_equals_the_protobuf_encoding(
         # (scale mode is reproducible), and compare with the file the workers wrote.
         shard_size_mb = 0.0005
         summary = create_pretraining_data(corpus, output, options, num_workers=1, shard_size_mb=shard_size_mb)
-        shards = pipeline.plan_shards([corpus], int(shard_size_mb * (1 << 20)))
-        assert len(summary.output_files) == len(shards) > 1
+        plan = shards.plan_shards([corpus], int(shard_size_mb * (1 << 20)))
+        assert len(summary.output_files) == len(plan) > 1
         monkeypatch.setattr(pipeline, "_WORKER", None)
         pipeline._init_worker(options)
         written = []
-        for index, ranges in enumerate(shards):
+        for index, ranges in enumerate(plan):
             del calls[len(written) :]
             pipeline._make_shard((index, ranges))
             shard_records = file_records(summary.output_files[index])

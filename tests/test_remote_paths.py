@@ -25,10 +25,15 @@ from bert_tf import (
     save_google_checkpoint,
 )
 from bert_tf.checkpoints import converter, open_checkpoint, write_checkpoint
-from bert_tf.data import PretrainingDataOptions, create_pretraining_data, pipeline
-from bert_tf.tasks import classifier, squad, squad_evaluation, tagging
-from bert_tf.tasks import feature_extraction as features
-from bert_tf.tasks.classifier import ClassifierOptions
+from bert_tf.data import PretrainingDataOptions, create_pretraining_data, shards
+from bert_tf.tasks.classifier import data as classifier_data
+from bert_tf.tasks.classifier import run as classifier_run
+from bert_tf.tasks.classifier.run import ClassifierOptions
+from bert_tf.tasks.features import data as features_data
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import evaluation as squad_evaluation
+from bert_tf.tasks.squad import predictions as squad_predictions
+from bert_tf.tasks.tagging import data as tagging_data
 from bert_tf.text.tokenization import FullTokenizer, load_vocab
 from bert_tf.text.vocabulary import build_vocab
 from tests import model_fixtures as mf
@@ -245,11 +250,11 @@ def test_shard_planning_and_reading_on_ram(fixtures_dir, ram, tmp_path):
     local.write_bytes(text.replace(b"\n", b"\r\n") * 6)
     remote = copy_in(str(local), ram)
     shard_bytes = 3000
-    local_shards = pipeline.plan_shards([str(local)], shard_bytes)
-    remote_shards = pipeline.plan_shards([remote], shard_bytes)
+    local_shards = shards.plan_shards([str(local)], shard_bytes)
+    remote_shards = shards.plan_shards([remote], shard_bytes)
     assert len(local_shards) > 3
     assert remote_shards == [[(remote, start, end) for _, start, end in shard] for shard in local_shards]
-    maker = pipeline._ShardMaker(PretrainingDataOptions(vocab_file=pf.VOCAB))
+    maker = shards.ShardMaker(PretrainingDataOptions(vocab_file=pf.VOCAB))
     for local_ranges, remote_ranges in zip(local_shards, remote_shards, strict=True):
         want, got = maker.read(local_ranges), maker.read(remote_ranges)
         assert got.num_documents == want.num_documents > 0
@@ -266,18 +271,18 @@ def test_feature_extraction_input_and_output_on_ram(ram):
     tf.io.gfile.makedirs(f"{ram}/in")
     with tf.io.gfile.GFile(path, "wb") as f:
         f.write(("\n".join(lines) + "\n").encode("utf-8") + b"bad \xff byte\n")
-    examples = list(features.read_examples(path))
+    examples = list(features_data.read_examples(path))
     assert examples == [
-        features.InputExample(0, "Who was Jim Henson ?", "Jim Henson was a puppeteer."),
-        features.InputExample(1, "caf\xe9 \u6771\u4eac"),
-        features.InputExample(2, "bad  byte"),
+        features_data.InputExample(0, "Who was Jim Henson ?", "Jim Henson was a puppeteer."),
+        features_data.InputExample(1, "caf\xe9 \u6771\u4eac"),
+        features_data.InputExample(2, "bad  byte"),
     ]
     records = [{"linex_index": i, "features": [{"token": "x", "layers": []}]} for i in range(3)]
-    assert features.write_jsonl(iter(records), f"{ram}/out/features.jsonl") == 3
+    assert features_data.write_jsonl(iter(records), f"{ram}/out/features.jsonl") == 3
     assert [json.loads(line) for line in read_text(f"{ram}/out/features.jsonl").splitlines()] == records
     assert listing(f"{ram}/out") == ["features.jsonl"]
     with pytest.raises(ValueError, match=r"/nope\.txt: no such input file"):
-        list(features.read_examples(f"{ram}/nope.txt"))
+        list(features_data.read_examples(f"{ram}/nope.txt"))
 
 
 # --- Fine-tuning ----------------------------------------------------------------------------------
@@ -293,7 +298,10 @@ def test_classifier_inputs_and_outputs_on_ram(ram, tmp_path):
     local = os.path.join(DEMO_DATA, "mrpc_keyword")
     for name in ("train.tsv", "dev.tsv", "test.tsv"):
         copy_in(os.path.join(local, name), f"{ram}/glue")
-    remote_processor, local_processor = classifier.get_processor("mrpc"), classifier.get_processor("mrpc")
+    remote_processor, local_processor = (
+        classifier_data.get_processor("mrpc"),
+        classifier_data.get_processor("mrpc"),
+    )
     names = ("guid", "text_a", "text_b", "label", "line_number")
     for get in ("get_train_examples", "get_dev_examples", "get_test_examples"):
         remote = getattr(remote_processor, get)(f"{ram}/glue")
@@ -307,33 +315,33 @@ def test_classifier_inputs_and_outputs_on_ram(ram, tmp_path):
         do_predict=True,
     )
     options.validate()
-    classifier.write_test_results(np.array([[0.25, 0.75]], np.float32), f"{ram}/out/test_results.tsv")
+    classifier_run.write_test_results(np.array([[0.25, 0.75]], np.float32), f"{ram}/out/test_results.tsv")
     assert read_text(f"{ram}/out/test_results.tsv") == "0.25\t0.75\n"
 
 
 def test_tagger_inputs_and_outputs_on_ram(ram, tmp_path):
     local = os.path.join(DEMO_DATA, "conll_names", "dev.txt")
-    remote = tagging.read_conll(copy_in(local, f"{ram}/conll"), "dev")
+    remote = tagging_data.read_conll(copy_in(local, f"{ram}/conll"), "dev")
     names = ("guid", "words", "tags", "line")
-    assert remote and _fields(remote, *names) == _fields(tagging.read_conll(local, "dev"), *names)
+    assert remote and _fields(remote, *names) == _fields(tagging_data.read_conll(local, "dev"), *names)
     predicted = [example.tags for example in remote]
-    tagging.write_conll(remote, predicted, f"{ram}/out/test_predictions.txt")
-    tagging.write_conll(remote, predicted, str(tmp_path / "test_predictions.txt"))
+    tagging_data.write_conll(remote, predicted, f"{ram}/out/test_predictions.txt")
+    tagging_data.write_conll(remote, predicted, str(tmp_path / "test_predictions.txt"))
     assert read_text(f"{ram}/out/test_predictions.txt") == (tmp_path / "test_predictions.txt").read_text()
 
 
 def test_squad_inputs_and_outputs_on_ram(ram, tmp_path):
     local = os.path.join(DEMO_DATA, "squad", "squad-v1.1.json")
     path = copy_in(local, f"{ram}/squad")
-    remote = squad.read_squad_examples(path, is_training=False)
+    remote = squad_data.read_squad_examples(path, is_training=False)
     names = ("qas_id", "question_text", "doc_tokens")
-    assert remote and _fields(remote, *names) == _fields(squad.read_squad_examples(local, False), *names)
+    assert remote and _fields(remote, *names) == _fields(squad_data.read_squad_examples(local, False), *names)
     tokenizer = FullTokenizer(os.path.join(mf.GOOGLE_TINY, "vocab.txt"))
-    features = list(squad.convert_examples_to_features(remote, tokenizer, 64, 16, 16, is_training=False))
+    features = list(squad_data.convert_examples_to_features(remote, tokenizer, 64, 16, 16, is_training=False))
     logits = np.linspace(-1.0, 1.0, 64).tolist()
-    results = [squad.RawResult(feature.unique_id, logits, logits[::-1]) for feature in features]
+    results = [squad_predictions.RawResult(feature.unique_id, logits, logits[::-1]) for feature in features]
     outputs = [f"{ram}/out/{name}.json" for name in ("predictions", "nbest_predictions", "null_odds")]
-    squad.write_predictions(remote, features, results, 5, 30, True, *outputs)
+    squad_predictions.write_predictions(remote, features, results, 5, 30, True, *outputs)
     predictions = json.loads(read_text(outputs[0]))
     assert sorted(predictions) == sorted(example.qas_id for example in remote)
     assert squad_evaluation.evaluate_files(path, outputs[0]) == squad_evaluation.evaluate_v1(

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
-from bert_tf.training.pretraining import PretrainingOptions, check_records, run_pretraining
+from bert_tf.tasks.pretraining.data import check_records
+from bert_tf.tasks.pretraining.run import PretrainingOptions, run_pretraining
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -234,7 +235,11 @@ def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
         .all_model_checkpoint_paths[-1]
         .endswith("model.ckpt-40")
     )
+    # A line after each block of --iterations_per_loop=5 steps (and others mid-block where a
+    # block outlasts 30 s, as the first may while it compiles).
     progress = [line for line in stderr.splitlines() if line.startswith("step ")]
+    assert all(" examples/s | ETA " in line and "| lr " in line for line in progress)
+    progress = [line for line in progress if int(line.split()[1].split("/")[0]) % 5 == 0]
     assert progress[0].startswith("step 5/40 | loss ") and progress[-1].startswith("step 40/40 | loss ")
     assert all(" examples/s | ETA " in line and "| lr " in line for line in progress)
     losses = [float(line.split("| loss ")[1].split()[0]) for line in progress]
@@ -519,7 +524,11 @@ def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):
             dict(train_batch_size=10, gradient_accumulation_steps=4),
             r"--train_batch_size=10 is not a positive multiple",
         ),
-        (dict(init_checkpoint=mf.GOOGLE_TINY_CKPT), r"shape mismatch for bert/embeddings/word_embeddings"),
+        (
+            dict(init_checkpoint=mf.GOOGLE_TINY_CKPT),
+            r"does not fit --bert_config_file: bert/embeddings/word_embeddings: checkpoint \[30522, 128\], "
+            r"config \[30522, 32\]",
+        ),
         (dict(do_train=False), r"at least one of --do_train or --do_eval"),
         (dict(strategy="multi_worker_mirrored"), r"--strategy=multi_worker_mirrored needs the TF_CONFIG"),
         (dict(keep_checkpoint_max=-1), r"--keep_checkpoint_max must be 0 \(keep all\) or more, got -1"),
@@ -732,3 +741,65 @@ def test_optimizer_state_and_lamb_run(workdir, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     names = tf.train.load_checkpoint(str(tmp_path / "lamb" / "model.ckpt-5")).get_variable_to_shape_map()
     assert "bert/pooler/dense/kernel/adam_m" in names and "global_step" in names
+
+
+def test_progress_every_30_seconds_whatever_iterations_per_loop(
+    workdir, uninterrupted, tmp_path, monkeypatch, capsys
+):
+    """A block of 1,000 steps (the default --iterations_per_loop) printed one line, at its end: a
+    progress line is now due every PROGRESS_SECONDS (0 here, with calls of one step each)."""
+    from bert_tf.training import loop
+
+    monkeypatch.setattr(loop, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(loop, "CALL_SECONDS", 0.0)
+    output_dir = tmp_path / "every_step"
+    run_pretraining(PretrainingOptions(**_flags(workdir, output_dir, 40, iterations_per_loop=1000)))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("step ")]
+    # Each call of one step but the first, which compiles and so gives no rate yet.
+    assert [line.split(" |")[0] for line in lines] == [f"step {step}/40" for step in range(2, 41)]
+    # The same steps as the uninterrupted run's, however they are cut into calls.
+    every_step = _weights(str(output_dir / "model.ckpt-40"))
+    for name, value in _weights(str(uninterrupted[0] / "model.ckpt-40")).items():
+        np.testing.assert_array_equal(every_step[name], value, err_msg=name)
+
+
+def test_the_rate_leaves_out_the_compiling_call_and_calls_grow_to_seconds():
+    from bert_tf.training import loop
+
+    now = [0.0]
+    pace = loop._Pace(clock=lambda: now[0])
+    config = loop.LoopConfig(output_dir="unused", num_train_steps=1000, global_batch_size=8)
+    assert pace.next_call(1000) == 1
+    pace.add(1, 20.0)  # tracing and compiling
+    assert pace.rate(config) == pytest.approx(8 / 20.0)  # only the compiling call so far
+    assert pace.next_call(1000) == 1
+    pace.add(1, 0.1)
+    assert pace.next_call(1000) == int(loop.CALL_SECONDS / 0.1) and pace.next_call(3) == 3
+    pace.add(50, 5.0)
+    assert pace.rate(config) == pytest.approx(51 * 8 / 5.1)
+    assert not pace.progress_due()
+    now[0] = loop.PROGRESS_SECONDS
+    assert pace.progress_due()
+    pace.progress_shown()
+    assert not pace.progress_due()
+
+
+def test_make_demos_loss_curve_reads_the_events_without_a_deprecation_warning(uninterrupted, caplog):
+    """`summary_iterator` logged TensorFlow's `tf_record_iterator` deprecation in `make demo`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo", os.path.join(REPO, "tools", "demo.py"))
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    output_dir, stderr = uninterrupted
+    with caplog.at_level("WARNING"):
+        points = demo.read_scalars(str(output_dir), "loss")
+    assert "deprecat" not in caplog.text.lower()
+    progress = {
+        int(line.split()[1].split("/")[0]): float(line.split("| loss ")[1].split()[0])
+        for line in stderr.splitlines()
+        if line.startswith("step ")
+    }
+    assert [step for step, _ in points] == list(range(5, 41, 5))
+    for step, loss in points:
+        assert loss == pytest.approx(progress[step], abs=1e-4), step

@@ -17,7 +17,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, load_google_checkpoint
-from bert_tf.tasks import squad
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import predictions as squad_predictions
+from bert_tf.tasks.squad import run as squad_run
+from bert_tf.tasks.squad import task as squad_task
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
 from tests.test_squad import REPO, VOCAB
@@ -46,7 +49,7 @@ def log_softmax(x):
 
 def test_head_and_loss_against_numpy_on_the_original_sequence_output(fixtures_dir):
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
-    task = squad.SquadTask(config)
+    task = squad_task.SquadTask(config)
     model = task.model
     load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT, strict=False)
     paths = {w.path: tuple(w.shape) for w in model.weights}
@@ -210,7 +213,7 @@ def check_export(path, data, predictions, eval_records):
         text_b=tf.constant([context for _, context in questions]),
     )
     assert sorted(got) == ["end_logits", "start_logits", "tokens"]
-    features = read_records(eval_records, squad.name_to_features(48, False))
+    features = read_records(eval_records, squad_data.name_to_features(48, False))
     by_ids = loaded.signatures["serving_default"](
         **{
             name: tf.constant([f[name] for f in features], tf.int32)
@@ -271,42 +274,42 @@ def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
     tokenizer = FullTokenizer(VOCAB, do_lower_case=True)
 
     def features(examples, is_training):
-        return list(squad.convert_examples_to_features(examples, tokenizer, 64, 24, 16, is_training))
+        return list(squad_data.convert_examples_to_features(examples, tokenizer, 64, 24, 16, is_training))
 
     # train.tf_record: the features of the examples in random.Random(12345)'s order.
-    train_examples = squad.read_squad_examples(data_file, True, True)
+    train_examples = squad_data.read_squad_examples(data_file, True, True)
     random.Random(12345).shuffle(train_examples)
-    spec = squad.name_to_features(64, True)
+    spec = squad_data.name_to_features(64, True)
     spec["is_impossible"] = tf.io.FixedLenFeature([], tf.int64)
     assert read_records(output_dir / "train.tf_record", spec) == [
-        {k: v[0] if len(v) == 1 else v for k, v in squad.feature_values(f, True).items()}
+        {k: v[0] if len(v) == 1 else v for k, v in squad_data.feature_values(f, True).items()}
         for f in features(train_examples, True)
     ]
     assert {e.qas_id for e in train_examples if e.is_impossible} == {"ada06", "zur11", "bei15"}
 
     # eval.tf_record, in file order.
-    examples = squad.read_squad_examples(data_file, False)
+    examples = squad_data.read_squad_examples(data_file, False)
     eval_features = features(examples, False)
-    records = read_records(output_dir / "eval.tf_record", squad.name_to_features(64, False))
+    records = read_records(output_dir / "eval.tf_record", squad_data.name_to_features(64, False))
     assert records == [
-        {k: v[0] if len(v) == 1 else v for k, v in squad.feature_values(f, False).items()}
+        {k: v[0] if len(v) == 1 else v for k, v in squad_data.feature_values(f, False).items()}
         for f in eval_features
     ]
 
     # The three files: the original's structure, recomputed from the trained checkpoint.
-    model = squad.BertSquad(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    model = squad_task.BertSquad(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
     load_google_checkpoint(model, str(output_dir / "model.ckpt-3"))
     inputs = {
         k: np.array([r[k] for r in records], np.int32) for k in ("input_ids", "input_mask", "segment_ids")
     }
     outputs = model(inputs)
     results = [
-        squad.RawResult(f.unique_id, s, e)
+        squad_predictions.RawResult(f.unique_id, s, e)
         for f, s, e in zip(
             eval_features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy(), strict=True
         )
     ]
-    expected = squad.compute_predictions(
+    expected = squad_predictions.compute_predictions(
         examples,
         eval_features,
         results,
@@ -316,7 +319,7 @@ def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
         version_2_with_negative=True,
         null_score_diff_threshold=-1.0,
     )
-    texts = {name: (output_dir / name).read_text() for name in squad.PREDICTION_FILES}
+    texts = {name: (output_dir / name).read_text() for name in squad_predictions.PREDICTION_FILES}
     for text in texts.values():
         assert text.startswith('{\n    "ada01": ') and text.endswith("\n}\n")  # indent 4, as the original
         assert list(json.loads(text)) == [e.qas_id for e in examples]
@@ -346,7 +349,7 @@ def _options(tmp_path, **changes):
         max_seq_length=32,
         max_query_length=8,
     )
-    return squad.SquadOptions(**dict(values, **changes))
+    return squad_run.SquadOptions(**dict(values, **changes))
 
 
 def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, caplog):
@@ -361,7 +364,7 @@ def test_training_skips_an_answer_not_at_its_offset(fixtures_dir, tmp_path, capl
         tmp_path, do_train=True, train_file=str(train_file), train_batch_size=1, num_train_epochs=1
     )
     with caplog.at_level(logging.INFO):
-        squad.run_squad(options)
+        squad_run.run_squad(options)
     messages = [r.getMessage() for r in caplog.records]
     assert (
         f"{train_file}: question bad: skipped: answer 'France' is not at offset 9 (found 'the capital')"
@@ -397,7 +400,7 @@ def test_eval_data_is_checked_before_the_predictions_are_written(fixtures_dir, t
         ValueError,
         match=rf"^{predict_file}: question {qid}: no 'answers' \(evaluation needs the gold answers\)$",
     ):
-        squad.run_squad(options)
+        squad_run.run_squad(options)
     assert {path.name: path.read_text() for path in output_dir.iterdir()} == earlier
 
 
@@ -411,7 +414,7 @@ def test_questions_on_empty_paragraphs_get_the_originals_answers(fixtures_dir, t
     options = _options(
         tmp_path, do_predict=True, predict_file=str(predict_file), version_2_with_negative=version_2
     )
-    squad.run_squad(options)
+    squad_run.run_squad(options)
     predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
     assert predictions == {"q1": "" if version_2 else "empty"}
     if version_2:
@@ -423,7 +426,7 @@ def test_a_predict_file_without_questions_is_an_error(fixtures_dir, tmp_path):
     predict_file.write_text(json.dumps({"data": []}))
     options = _options(tmp_path, init_checkpoint=None, do_predict=True, predict_file=str(predict_file))
     with pytest.raises(ValueError, match=rf"^{predict_file}: no questions to predict$"):
-        squad.run_squad(options)
+        squad_run.run_squad(options)
     assert not (tmp_path / "out").exists()
 
 
@@ -445,7 +448,7 @@ def test_no_training_step_names_the_file_and_writes_nothing(fixtures_dir, tmp_pa
         match=rf"^{train_file}: 0 training examples with --train_batch_size=32 and "
         r"--num_train_epochs=3\.0 give no training step$",
     ):
-        squad.run_squad(options)
+        squad_run.run_squad(options)
     assert not (tmp_path / "out").exists()
 
 
@@ -472,4 +475,4 @@ def test_the_tool_has_the_originals_batch_flags_only(tmp_path):
 def test_bad_flags(fixtures_dir, tmp_path, options, message):
     base = dict(vocab_file=VOCAB, bert_config_file=mf.GOOGLE_TINY_CONFIG, output_dir=str(tmp_path))
     with pytest.raises(ValueError, match=message):
-        squad.run_squad(squad.SquadOptions(**base, **options))
+        squad_run.run_squad(squad_run.SquadOptions(**base, **options))

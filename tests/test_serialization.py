@@ -206,9 +206,9 @@ def test_heads_only_pretrainer_round_trips():
 def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
     """The fine-tuning models were plain Keras models: `get_config` and `.save` failed. Their
     weights, outputs and the untrained pooler's frozen flag survive a `.keras` file."""
-    from bert_tf.tasks.classifier import BertClassifier
-    from bert_tf.tasks.squad import BertSquad
-    from bert_tf.tasks.tagging import BertTagger
+    from bert_tf.tasks.classifier.task import BertClassifier
+    from bert_tf.tasks.squad.task import BertSquad
+    from bert_tf.tasks.tagging.task import BertTagger
 
     config = BertConfig(
         vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32

@@ -13,7 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.tasks import squad
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import predictions as squad_predictions
 from bert_tf.text.tokenization import FullTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +43,7 @@ def qa(qid, question, answer=None, start=None, **extra):
 
 def convert(examples, tokenizer, max_seq_length, doc_stride=128, max_query_length=64, is_training=False):
     return list(
-        squad.convert_examples_to_features(
+        squad_data.convert_examples_to_features(
             examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
         )
     )
@@ -52,7 +53,7 @@ def convert(examples, tokenizer, max_seq_length, doc_stride=128, max_query_lengt
 
 
 def test_split_paragraph_maps_whitespace_to_the_word_before():
-    words, word_of_char = squad.split_paragraph(" ab \t\u202fc\nd ")
+    words, word_of_char = squad_data.split_paragraph(" ab \t\u202fc\nd ")
     assert words == ["ab", "c", "d"]
     #                        ' '  a  b  ' ' \t  nnbsp c  \n  d  ' '
     assert word_of_char == [-1, 0, 0, 0, 0, 0, 1, 1, 2, 2]
@@ -72,7 +73,7 @@ def test_read_training_examples(tmp_path):
             }
         ],
     )
-    first, second = squad.read_squad_examples(path, is_training=True)
+    first, second = squad_data.read_squad_examples(path, is_training=True)
     assert first.doc_tokens == [
         "The",
         "leader",
@@ -92,7 +93,7 @@ def test_read_training_examples(tmp_path):
 
 def test_read_predict_examples_ignore_answers(tmp_path):
     path = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q", "?", "zzz", 99), qa("r", "??")]}])
-    examples = squad.read_squad_examples(path, is_training=False)
+    examples = squad_data.read_squad_examples(path, is_training=False)
     assert [(e.qas_id, e.start_position, e.orig_answer_text) for e in examples] == [
         ("q", None, None),
         ("r", None, None),
@@ -112,12 +113,14 @@ def test_read_impossible_questions_under_version_2(tmp_path):
             }
         ],
     )
-    impossible, possible = squad.read_squad_examples(path, is_training=True, version_2_with_negative=True)
+    impossible, possible = squad_data.read_squad_examples(
+        path, is_training=True, version_2_with_negative=True
+    )
     assert (impossible.is_impossible, impossible.start_position, impossible.end_position) == (True, -1, -1)
     assert impossible.orig_answer_text == ""
     assert (possible.is_impossible, possible.start_position, possible.end_position) == (False, 1, 1)
     with pytest.raises(ValueError, match=r"question no: 0 answers; a training question needs exactly 1"):
-        squad.read_squad_examples(path, is_training=True, version_2_with_negative=False)
+        squad_data.read_squad_examples(path, is_training=True, version_2_with_negative=False)
 
 
 def test_answer_not_at_its_offset_is_skipped_with_a_warning(tmp_path, caplog):
@@ -135,8 +138,8 @@ def test_answer_not_at_its_offset_is_skipped_with_a_warning(tmp_path, caplog):
             }
         ],
     )
-    with caplog.at_level(logging.WARNING, logger="bert_tf.tasks.squad"):
-        examples = squad.read_squad_examples(path, is_training=True)
+    with caplog.at_level(logging.WARNING, logger="bert_tf.tasks.squad.data"):
+        examples = squad_data.read_squad_examples(path, is_training=True)
     assert [e.qas_id for e in examples] == ["good"]
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(messages) == 2
@@ -148,14 +151,14 @@ def test_answer_not_at_its_offset_is_skipped_with_a_warning(tmp_path, caplog):
 def test_bad_files_name_the_file(tmp_path):
     missing = str(tmp_path / "missing.json")
     with pytest.raises(ValueError, match=r"missing.json: cannot read the SQuAD file"):
-        squad.read_squad_examples(missing, is_training=False)
+        squad_data.read_squad_examples(missing, is_training=False)
     not_json = tmp_path / "bad.json"
     not_json.write_text("{")
     with pytest.raises(ValueError, match=r"bad.json: not JSON"):
-        squad.read_squad_examples(str(not_json), is_training=False)
+        squad_data.read_squad_examples(str(not_json), is_training=False)
     no_context = squad_file(tmp_path, [{"qas": []}])
     with pytest.raises(ValueError, match=r"data.json: not SQuAD JSON \(missing 'context'\)"):
-        squad.read_squad_examples(no_context, is_training=False)
+        squad_data.read_squad_examples(no_context, is_training=False)
     two_answers = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q", "?", "a", 0)]}])
     with open(two_answers) as f:
         data = json.load(f)
@@ -163,10 +166,10 @@ def test_bad_files_name_the_file(tmp_path):
     with open(two_answers, "w") as f:
         json.dump(data, f)
     with pytest.raises(ValueError, match=r"question q: 2 answers"):
-        squad.read_squad_examples(two_answers, is_training=True)
+        squad_data.read_squad_examples(two_answers, is_training=True)
     v1 = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q", "?", "a", 0)]}])
     with pytest.raises(ValueError, match=r"question q: no 'is_impossible'"):
-        squad.read_squad_examples(v1, is_training=True, version_2_with_negative=True)
+        squad_data.read_squad_examples(v1, is_training=True, version_2_with_negative=True)
 
 
 def test_a_field_of_the_wrong_type_names_the_question_the_field_and_the_type(tmp_path):
@@ -174,30 +177,30 @@ def test_a_field_of_the_wrong_type_names_the_question_the_field_and_the_type(tmp
     with pytest.raises(
         ValueError, match=r"data\.json: question q7: 'text' is an integer \(5\), expected a string$"
     ):
-        squad.read_squad_examples(answer_text, is_training=True)
+        squad_data.read_squad_examples(answer_text, is_training=True)
     answer_start = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q7", "?", "b", "2")]}])
     with pytest.raises(
         ValueError,
         match=r"data\.json: question q7: 'answer_start' is a string \(\"2\"\), expected an integer$",
     ):
-        squad.read_squad_examples(answer_start, is_training=True)
+        squad_data.read_squad_examples(answer_start, is_training=True)
     answers = squad_file(tmp_path, [{"context": "a b", "qas": [dict(qa("q7", "?"), answers={})]}])
     with pytest.raises(ValueError, match=r"question q7: 'answers' is an object \(\{\}\), expected a list$"):
-        squad.read_squad_examples(answers, is_training=True)
+        squad_data.read_squad_examples(answers, is_training=True)
     question = squad_file(tmp_path, [{"context": "a b", "qas": [qa("q7", ["?"])]}])
     with pytest.raises(
         ValueError, match=r"question q7: 'question' is a list \(\[\"\?\"\]\), expected a string$"
     ):
-        squad.read_squad_examples(question, is_training=False)
+        squad_data.read_squad_examples(question, is_training=False)
     context = squad_file(tmp_path, [{"context": 12, "qas": [qa("q7", "?"), qa("q8", "?")]}])
     with pytest.raises(
         ValueError,
         match=r"data\.json: the paragraph of question q7: 'context' is an integer \(12\), expected a string$",
     ):
-        squad.read_squad_examples(context, is_training=False)
+        squad_data.read_squad_examples(context, is_training=False)
     qas = squad_file(tmp_path, [{"context": "a b", "qas": ["q7"]}])
     with pytest.raises(ValueError, match=r"data\.json: a string where an object with 'id' is expected$"):
-        squad.read_squad_examples(qas, is_training=False)
+        squad_data.read_squad_examples(qas, is_training=False)
 
 
 def test_squad_2_training_data_without_the_flag_says_to_pass_it(tmp_path):
@@ -207,7 +210,7 @@ def test_squad_2_training_data_without_the_flag_says_to_pass_it(tmp_path):
         match=r"question n: 0 answers; a training question needs exactly 1 "
         r"\(for SQuAD 2\.0 data pass --version_2_with_negative\)$",
     ):
-        squad.read_squad_examples(path, is_training=True)
+        squad_data.read_squad_examples(path, is_training=True)
 
 
 # -- features -------------------------------------------------------------------------------
@@ -215,7 +218,7 @@ def test_squad_2_training_data_without_the_flag_says_to_pass_it(tmp_path):
 
 def test_one_window_with_an_improved_answer_span(tokenizer):
     doc = ["The", "leader", "was", "John", "Smith", "(1895-1943).", "Born", "in", "London."]
-    example = squad.SquadExample("q", "When was John Smith born?", doc, "1895", 5, 5)
+    example = squad_data.SquadExample("q", "When was John Smith born?", doc, "1895", 5, 5)
     (feature,) = convert([example], tokenizer, 32, is_training=True)
     question = ["when", "was", "john", "smith", "born", "?"]
     pieces = [
@@ -247,7 +250,7 @@ def test_one_window_with_an_improved_answer_span(tokenizer):
     assert feature.input_ids == ids + [0] * 8
     assert feature.input_mask == [1] * 24 + [0] * 8
     assert feature.segment_ids == [0] * 8 + [1] * 16 + [0] * 8
-    assert squad.feature_values(feature, is_training=True) == {
+    assert squad_data.feature_values(feature, is_training=True) == {
         "unique_ids": [1000000000],
         "input_ids": feature.input_ids,
         "input_mask": feature.input_mask,
@@ -256,7 +259,7 @@ def test_one_window_with_an_improved_answer_span(tokenizer):
         "end_positions": [14],
         "is_impossible": [0],
     }
-    assert list(squad.feature_values(feature, is_training=False)) == [
+    assert list(squad_data.feature_values(feature, is_training=False)) == [
         "unique_ids",
         "input_ids",
         "input_mask",
@@ -266,25 +269,34 @@ def test_one_window_with_an_improved_answer_span(tokenizer):
 
 def test_answer_inside_a_word_keeps_the_whole_word(tokenizer):
     doc = ["The", "Japanese", "electronics", "industry"]
-    example = squad.SquadExample("q", "Who?", doc, "Japan", 1, 1)
+    example = squad_data.SquadExample("q", "Who?", doc, "Japan", 1, 1)
     (feature,) = convert([example], tokenizer, 16, is_training=True)
     assert feature.tokens[feature.start_position : feature.end_position + 1] == ["japanese"]
 
 
 def test_max_context_spans_prefers_the_most_centred_window_and_the_first_on_ties():
-    spans = [squad.DocSpan(0, 5), squad.DocSpan(2, 5)]
+    spans = [squad_data.DocSpan(0, 5), squad_data.DocSpan(2, 5)]
     # Token 3: window 0 has 3 left, 1 right; window 1 has 1 left, 3 right: a tie, window 0 wins.
-    assert squad.max_context_spans(spans, 7) == [0, 0, 0, 0, 1, 1, 1]
+    assert squad_data.max_context_spans(spans, 7) == [0, 0, 0, 0, 1, 1, 1]
     # The 0.01 * length term: equal context, the longer window wins.
-    assert squad.max_context_spans([squad.DocSpan(0, 3), squad.DocSpan(0, 4)], 4) == [1, 1, 1, 1]
+    assert squad_data.max_context_spans([squad_data.DocSpan(0, 3), squad_data.DocSpan(0, 4)], 4) == [
+        1,
+        1,
+        1,
+        1,
+    ]
 
 
 def test_long_document_across_several_windows(tokenizer):
     doc = MILK.split()
     examples = [
-        squad.SquadExample("edge", "what ?", doc, "went to the", 2, 4),  # pieces 2-4: window 0's right edge
-        squad.SquadExample("left", "what ?", doc, "to the store", 3, 5),  # pieces 3-5: window 1's left edge
-        squad.SquadExample("mid", "what ?", doc, "bought a gallon", 7, 9),
+        squad_data.SquadExample(
+            "edge", "what ?", doc, "went to the", 2, 4
+        ),  # pieces 2-4: window 0's right edge
+        squad_data.SquadExample(
+            "left", "what ?", doc, "to the store", 3, 5
+        ),  # pieces 3-5: window 1's left edge
+        squad_data.SquadExample("mid", "what ?", doc, "bought a gallon", 7, 9),
     ]
     # [CLS] what ? [SEP] + 5 document pieces + [SEP]: windows of 5 starting 3 apart.
     features = convert(examples, tokenizer, 10, doc_stride=3, is_training=True)
@@ -307,7 +319,7 @@ def test_long_document_across_several_windows(tokenizer):
 
 
 def test_question_is_cut_to_max_query_length(tokenizer):
-    example = squad.SquadExample("q", "one two three four five", ["milk"])
+    example = squad_data.SquadExample("q", "one two three four five", ["milk"])
     (feature,) = convert([example], tokenizer, 12, max_query_length=2)
     assert feature.tokens == ["[CLS]", "one", "two", "[SEP]", "milk", "[SEP]"]
     with pytest.raises(ValueError, match=r"question q: --max_seq_length=5 leaves no room .* its 2 question"):
@@ -315,18 +327,18 @@ def test_question_is_cut_to_max_query_length(tokenizer):
 
 
 def test_impossible_questions_label_cls_in_every_window(tokenizer):
-    example = squad.SquadExample("q", "what ?", MILK.split(), "", -1, -1, is_impossible=True)
+    example = squad_data.SquadExample("q", "what ?", MILK.split(), "", -1, -1, is_impossible=True)
     features = convert([example], tokenizer, 10, doc_stride=3, is_training=True)
     assert len(features) == 4
     assert all((f.start_position, f.end_position, f.is_impossible) == (0, 0, True) for f in features)
-    assert squad.feature_values(features[0], True)["is_impossible"] == [1]
+    assert squad_data.feature_values(features[0], True)["is_impossible"] == [1]
 
 
 def test_unknown_accented_and_cjk_words(tokenizer):
     doc = ["Zürich", "☃", "北京是首都", "Crème"]
     examples = [
-        squad.SquadExample("cjk", "where ?", doc, "北京", 2, 2),
-        squad.SquadExample("accent", "where ?", doc, "Crème", 3, 3),
+        squad_data.SquadExample("cjk", "where ?", doc, "北京", 2, 2),
+        squad_data.SquadExample("accent", "where ?", doc, "Crème", 3, 3),
     ]
     cjk, accent = convert(examples, tokenizer, 20, is_training=True)
     pieces = ["zurich", "[UNK]", "北", "京", "[UNK]", "[UNK]", "都", "cr", "##eme"]
@@ -339,14 +351,14 @@ def test_unknown_accented_and_cjk_words(tokenizer):
 
 
 def test_empty_document_gives_no_feature(tokenizer):
-    assert convert([squad.SquadExample("q", "what ?", [])], tokenizer, 10) == []
+    assert convert([squad_data.SquadExample("q", "what ?", [])], tokenizer, 10) == []
 
 
 # -- predictions ----------------------------------------------------------------------------
 
 
 def test_get_final_text_alignment():
-    final = squad.get_final_text
+    final = squad_predictions.get_final_text
     assert final("steve smith", "Steve Smith's", True) == "Steve Smith"
     assert final("zurich", "Zürich,", True) == "Zürich"  # accent stripped, one character each
     assert final("1895", "(1895-1943).", True) == "1895"
@@ -367,13 +379,13 @@ def milk_results(features, logits_by_feature):
             start[position] = value
         for position, value in logits_by_feature.get(offset, ({}, {}))[1].items():
             end[position] = value
-        results.append(squad.RawResult(feature.unique_id, start, end))
+        results.append(squad_predictions.RawResult(feature.unique_id, start, end))
     return results
 
 
 @pytest.fixture(scope="module")
 def milk(tokenizer):
-    examples = [squad.SquadExample(qid, "what ?", MILK.split()) for qid in ("A", "B", "C")]
+    examples = [squad_data.SquadExample(qid, "what ?", MILK.split()) for qid in ("A", "B", "C")]
     features = convert(examples, tokenizer, 10, doc_stride=3)
     logits = {
         # A. Window 0: start 8 (piece 4) is not max context there; "man went" = 4 + 3.
@@ -410,7 +422,9 @@ def assert_nbest(actual, expected):
 
 def test_nbest_and_answers_squad_1(milk):
     examples, features, results = milk
-    predictions, nbest, null_odds = squad.compute_predictions(examples, features, results, 4, 30, True)
+    predictions, nbest, null_odds = squad_predictions.compute_predictions(
+        examples, features, results, 4, 30, True
+    )
     assert dict(predictions) == {"A": "the store", "B": "the", "C": "empty"}
     assert null_odds == {}
     rows_a = [
@@ -423,15 +437,15 @@ def test_nbest_and_answers_squad_1(milk):
     assert_nbest(nbest["B"], nbest_rows(("the", 3.0, 3.0), ("the store", F32_2_9, 1.0)))
     assert nbest["C"] == [{"text": "empty", "probability": 1.0, "start_logit": 0.0, "end_logit": 0.0}]
     # n_best_size bounds the list; max_answer_length drops "bought a gallon".
-    _, nbest, _ = squad.compute_predictions(examples, features, results, 2, 2, True)
+    _, nbest, _ = squad_predictions.compute_predictions(examples, features, results, 2, 2, True)
     assert [r["text"] for r in nbest["A"]] == ["the store", "man went"]
-    _, nbest, _ = squad.compute_predictions(examples, features, results, 4, 2, True)
+    _, nbest, _ = squad_predictions.compute_predictions(examples, features, results, 4, 2, True)
     assert [r["text"] for r in nbest["A"]] == ["the store", "man went", "of milk"]
 
 
 def test_null_answer_squad_2(milk):
     examples, features, results = milk
-    predictions, nbest, null_odds = squad.compute_predictions(
+    predictions, nbest, null_odds = squad_predictions.compute_predictions(
         examples, features, results, 4, 30, True, version_2_with_negative=True
     )
     # A: the null candidate (0.5 + 0.5, window 1) does not make the n-best of 4; it is added.
@@ -451,16 +465,16 @@ def test_null_answer_squad_2(milk):
     assert (predictions["C"], null_odds["C"]) == ("", -200.0)
     assert dict(predictions) == {"A": "the store", "B": "the", "C": ""}
     # With max_answer_length 2 the null candidate (score 1) makes the n-best itself.
-    _, nbest, _ = squad.compute_predictions(
+    _, nbest, _ = squad_predictions.compute_predictions(
         examples, features, results, 4, 2, True, version_2_with_negative=True
     )
     assert [r["text"] for r in nbest["A"]] == ["the store", "man went", "of milk", ""]
     # The threshold: A's difference is -6.5.
-    predictions, _, _ = squad.compute_predictions(
+    predictions, _, _ = squad_predictions.compute_predictions(
         examples, features, results, 4, 30, True, version_2_with_negative=True, null_score_diff_threshold=-6.6
     )
     assert predictions["A"] == ""
-    predictions, _, _ = squad.compute_predictions(
+    predictions, _, _ = squad_predictions.compute_predictions(
         examples, features, results, 4, 30, True, version_2_with_negative=True, null_score_diff_threshold=-6.5
     )
     assert predictions["A"] == "the store"
@@ -468,15 +482,18 @@ def test_null_answer_squad_2(milk):
 
 def test_final_text_of_unicode_answers(tokenizer):
     doc = ["Zürich", "☃", "北京是首都", "Crème."]
-    examples = [squad.SquadExample("cjk", "where ?", doc), squad.SquadExample("accent", "where ?", doc)]
+    examples = [
+        squad_data.SquadExample("cjk", "where ?", doc),
+        squad_data.SquadExample("accent", "where ?", doc),
+    ]
     cjk, accent = convert(examples, tokenizer, 20)
     # Positions 4.. are zurich [UNK] 北 京 [UNK] [UNK] 都 cr ##eme .
     results = []
     for feature, start, end in ((cjk, 6, 7), (accent, 11, 12)):
         start_logits, end_logits = np.zeros(20, np.float32), np.zeros(20, np.float32)
         start_logits[start], end_logits[end] = 10.0, 10.0
-        results.append(squad.RawResult(feature.unique_id, start_logits, end_logits))
-    predictions, _, _ = squad.compute_predictions(examples, [cjk, accent], results, 1, 30, True)
+        results.append(squad_predictions.RawResult(feature.unique_id, start_logits, end_logits))
+    predictions, _, _ = squad_predictions.compute_predictions(examples, [cjk, accent], results, 1, 30, True)
     assert dict(predictions) == {"cjk": "北京", "accent": "Crème"}
 
 
@@ -485,9 +502,11 @@ def test_write_predictions_files(milk, tmp_path):
     paths = [
         str(tmp_path / name) for name in ("predictions.json", "nbest_predictions.json", "null_odds.json")
     ]
-    squad.write_predictions(examples, features, results, 4, 30, True, *paths)
+    squad_predictions.write_predictions(examples, features, results, 4, 30, True, *paths)
     assert not os.path.exists(paths[2])  # SQuAD 1.1: no null odds
-    squad.write_predictions(examples, features, results, 4, 30, True, *paths, version_2_with_negative=True)
+    squad_predictions.write_predictions(
+        examples, features, results, 4, 30, True, *paths, version_2_with_negative=True
+    )
     with open(paths[0]) as f:
         text = f.read()
     assert text == '{\n    "A": "the store",\n    "B": "the",\n    "C": ""\n}\n'

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bert_tf.tasks import squad_evaluation as ev
+from bert_tf.tasks.squad import evaluation as ev
 from tests.test_squad import REPO
 
 

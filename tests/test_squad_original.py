@@ -14,7 +14,8 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.tasks import squad
+from bert_tf.tasks.squad import data as squad_data
+from bert_tf.tasks.squad import predictions as squad_predictions
 from bert_tf.text.tokenization import FullTokenizer
 from tests.test_squad import REPO, VOCAB
 
@@ -34,14 +35,14 @@ def tokenizer():
 
 
 def read(name, is_training, version_2):
-    return squad.read_squad_examples(
+    return squad_data.read_squad_examples(
         os.path.join(REPO, "tools", "demo_data", "squad", name), is_training, version_2
     )
 
 
 def convert(examples, tokenizer, settings, is_training):
     return list(
-        squad.convert_examples_to_features(
+        squad_data.convert_examples_to_features(
             examples,
             tokenizer,
             settings["max_seq_length"],
@@ -74,9 +75,12 @@ def test_prediction_files_match_the_original(original, tokenizer, tmp_path, name
     features = convert(examples, tokenizer, settings, False)
     rng = np.random.RandomState(seed)
     logits = (3 * rng.standard_normal((len(features), 2, settings["max_seq_length"]))).astype(np.float32)
-    results = [squad.RawResult(f.unique_id, row[0], row[1]) for f, row in zip(features, logits, strict=True)]
+    results = [
+        squad_predictions.RawResult(f.unique_id, row[0], row[1])
+        for f, row in zip(features, logits, strict=True)
+    ]
     names = ["predictions.json", "nbest_predictions.json", "null_odds.json"]
-    squad.write_predictions(
+    squad_predictions.write_predictions(
         examples,
         features,
         results,

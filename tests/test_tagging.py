@@ -14,8 +14,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.tasks import tagging
-from bert_tf.tasks.tagging import TaggingExample, chunks, entity_scores
+from bert_tf.tasks.tagging import data as tagging_data
+from bert_tf.tasks.tagging import run as tagging_run
+from bert_tf.tasks.tagging import task as tagging_task
+from bert_tf.tasks.tagging.data import TaggingExample
+from bert_tf.tasks.tagging.metrics import chunks, entity_scores
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
 
@@ -46,7 +49,7 @@ def test_conll_reader_skips_docstart_and_blank_lines(tmp_path):
         "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n\n"
         "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n-DOCSTART- -X- -X- O\nBRUSSELS NNP B-NP B-LOC\n"
     )
-    examples = tagging.read_conll(str(path), "train")
+    examples = tagging_data.read_conll(str(path), "train")
     assert examples == [
         TaggingExample("train-0", ["EU", "rejects"], ["B-ORG", "O"], str(path), 3),
         TaggingExample("train-1", ["Peter", "Blackburn"], ["B-PER", "I-PER"], str(path), 7),
@@ -54,21 +57,21 @@ def test_conll_reader_skips_docstart_and_blank_lines(tmp_path):
     ]
     tokens_only = tmp_path / "test.txt"
     tokens_only.write_text("Peter\nsaid\n\nHi\n")
-    assert [e.words for e in tagging.read_conll(str(tokens_only), "test", require_tags=False)] == [
+    assert [e.words for e in tagging_data.read_conll(str(tokens_only), "test", require_tags=False)] == [
         ["Peter", "said"],
         ["Hi"],
     ]
-    assert tagging.read_conll(str(tokens_only), "test", require_tags=False)[0].tags is None
+    assert tagging_data.read_conll(str(tokens_only), "test", require_tags=False)[0].tags is None
 
 
 def test_conll_reader_names_the_file_and_line_of_a_bad_row(tmp_path):
     path = tmp_path / "dev.txt"
     path.write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nGerman JJ B-NP\n")
     with pytest.raises(ValueError, match=r"dev\.txt:4: 3 columns, expected 4 \(as line 1\)"):
-        tagging.read_conll(str(path), "dev")
+        tagging_data.read_conll(str(path), "dev")
     path.write_text("EU\nrejects\n")
     with pytest.raises(ValueError, match=r"dev\.txt:1: a token and a tag expected, found 1 column"):
-        tagging.read_conll(str(path), "dev")
+        tagging_data.read_conll(str(path), "dev")
 
 
 def test_conll_reader_columns_encoding_and_byte_order_mark(tmp_path):
@@ -78,11 +81,11 @@ def test_conll_reader_columns_encoding_and_byte_order_mark(tmp_path):
     (they were dropped, and a word of them vanished)."""
     path = tmp_path / "train.txt"
     path.write_bytes("\ufeff-DOCSTART- O\n\n10\u00a0000 CD\tO\n\u3000 PU O\n".encode())
-    [example] = tagging.read_conll(str(path), "train")
+    [example] = tagging_data.read_conll(str(path), "train")
     assert (example.words, example.tags, example.line) == (["10\u00a0000", "\u3000"], ["O", "O"], 3)
     path.write_bytes("Essen B-LOC\r\nM\xfcnchen B-LOC\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"train\.txt:2: not UTF-8 \(invalid start byte at byte 14\)$"):
-        tagging.read_conll(str(path), "train")
+        tagging_data.read_conll(str(path), "train")
 
 
 def _options(tmp_path, **changes):
@@ -94,7 +97,7 @@ def _options(tmp_path, **changes):
         do_predict=True,
         predict_file=os.path.join(DEMO, "test.txt"),
     )
-    return tagging.TaggingOptions(**dict(values, **changes))
+    return tagging_run.TaggingOptions(**dict(values, **changes))
 
 
 @pytest.mark.parametrize(
@@ -111,14 +114,14 @@ def test_bad_input_is_an_error_before_anything_is_written(tmp_path, fixtures_dir
     empty.write_text("-DOCSTART- O\n\n \t\n")
     changes = {key: str(empty) if value == "EMPTY" else value for key, value in changes.items()}
     with pytest.raises(ValueError, match=message):
-        tagging.run_tagger(_options(tmp_path, **changes))
+        tagging_run.run_tagger(_options(tmp_path, **changes))
     assert not (tmp_path / "out").exists()
 
 
 def test_no_training_step_names_the_file_before_anything_is_written(tmp_path, fixtures_dir):
     train_file = tmp_path / "train.txt"
     train_file.write_text("-DOCSTART- -X- -X- O\n\n")  # no sentence
-    options = tagging.TaggingOptions(
+    options = tagging_run.TaggingOptions(
         train_file=str(train_file),
         eval_file=os.path.join(DEMO, "dev.txt"),
         labels=",".join(LABELS),
@@ -135,7 +138,7 @@ def test_no_training_step_names_the_file_before_anything_is_written(tmp_path, fi
         match=r"^.*/train\.txt: 0 training examples with --train_batch_size=8 and "
         r"--num_train_epochs=0\.1 give no training step$",
     ):
-        tagging.run_tagger(options)
+        tagging_run.run_tagger(options)
     assert not (tmp_path / "out").exists()
 
 
@@ -145,7 +148,7 @@ def test_no_training_step_names_the_file_before_anything_is_written(tmp_path, fi
 def test_labels_on_first_pieces_only(tokenizer):
     # "Johanson" -> johan ##son; "U.S." -> u . s . (basic tokenization splits the punctuation).
     example = TaggingExample("g", ["Johanson", "visited", "U.S."], ["B-PER", "O", "B-LOC"], "f", 1)
-    [feature] = tagging.convert_example(
+    [feature] = tagging_data.convert_example(
         0, example, {label: i for i, label in enumerate(LABELS)}, 12, tokenizer
     )
     tokens = ["[CLS]", "johan", "##son", "visited", "u", ".", "s", ".", "[SEP]"]
@@ -162,7 +165,9 @@ def test_long_sentence_is_split_into_windows_of_whole_words(tokenizer):
     example = TaggingExample(
         "g", ["Johanson", "visited", "U.S.", "dog"], ["B-PER", "O", "B-LOC", "O"], "f", 1
     )
-    features = tagging.convert_example(3, example, {label: i for i, label in enumerate(LABELS)}, 6, tokenizer)
+    features = tagging_data.convert_example(
+        3, example, {label: i for i, label in enumerate(LABELS)}, 6, tokenizer
+    )
     assert [f.input_ids for f in features] == [
         _ids(["[CLS]", "johan", "##son", "visited", "[SEP]"]) + [0],
         _ids(["[CLS]", "u", ".", "s", ".", "[SEP]"]),
@@ -177,7 +182,7 @@ def test_long_sentence_is_split_into_windows_of_whole_words(tokenizer):
     predictions = np.zeros((3, 6), np.int32)
     predictions[0, [1, 3]] = [1, 4]
     predictions[1, 1], predictions[2, 1] = 0, 4
-    assert tagging.word_predictions([example] * 4, features, predictions, LABELS)[3] == [
+    assert tagging_data.word_predictions([example] * 4, features, predictions, LABELS)[3] == [
         "B-PER",
         "O",
         "B-LOC",
@@ -187,7 +192,9 @@ def test_long_sentence_is_split_into_windows_of_whole_words(tokenizer):
 
 def test_a_word_longer_than_a_window_keeps_its_first_pieces_and_empty_words_are_unk(tokenizer):
     example = TaggingExample("g", ["Johanson", "\u200b"], ["B-PER", "O"], "f", 1)
-    features = tagging.convert_example(0, example, {label: i for i, label in enumerate(LABELS)}, 3, tokenizer)
+    features = tagging_data.convert_example(
+        0, example, {label: i for i, label in enumerate(LABELS)}, 3, tokenizer
+    )
     assert [f.input_ids for f in features] == [
         _ids(["[CLS]", "johan", "[SEP]"]),
         _ids(["[CLS]", "[UNK]", "[SEP]"]),
@@ -197,7 +204,7 @@ def test_a_word_longer_than_a_window_keeps_its_first_pieces_and_empty_words_are_
 def test_an_unknown_tag_names_its_file_and_line(tokenizer):
     example = TaggingExample("g", ["a", "b"], ["O", "B-ORG"], "dev.txt", 7)
     with pytest.raises(ValueError, match=r"dev\.txt:8: tag 'B-ORG' is not one of the labels"):
-        tagging.convert_example(0, example, {label: i for i, label in enumerate(LABELS)}, 8, tokenizer)
+        tagging_data.convert_example(0, example, {label: i for i, label in enumerate(LABELS)}, 8, tokenizer)
 
 
 # -- conlleval's chunks ----------------------------------------------------------------------------
@@ -244,7 +251,7 @@ def test_entity_scores_count_exact_spans_and_types():
 
 
 def test_head_names_and_the_untrained_pooler(fixtures_dir):
-    model = tagging.BertTagger(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), 5)
+    model = tagging_task.BertTagger(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), 5)
     shapes = {w.path: tuple(w.shape) for w in model.weights}
     assert shapes["cls/tagging/output_weights"] == (5, 128) and shapes["cls/tagging/output_bias"] == (5,)
     assert [p for p in shapes if not p.startswith("bert/")] == [
@@ -305,13 +312,13 @@ def test_the_trained_labels_are_kept_and_checked(trained, tmp_path):
     other labels are an error naming them."""
     output_dir = trained[0]
     labels = sorted(
-        {tag for e in tagging.read_conll(os.path.join(DEMO, "train.txt"), "train") for tag in e.tags}
+        {tag for e in tagging_data.read_conll(os.path.join(DEMO, "train.txt"), "train") for tag in e.tags}
     )
     assert (output_dir / "labels.txt").read_text() == "".join(f"{label}\n" for label in labels)
     reordered = [labels[1], labels[0], *labels[2:]]
     options = _options(tmp_path, output_dir=str(output_dir), labels=",".join(reordered))
     with pytest.raises(ValueError, match=rf"^the labels \({reordered[0]},{reordered[1]},.*\) are not those"):
-        tagging.run_tagger(options)
+        tagging_run.run_tagger(options)
 
 
 def test_learns_the_names_task(trained):

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from bert_tf import BertConfig, load_google_checkpoint
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.pretraining import PretrainingTask
+from bert_tf.tasks.pretraining.task import PretrainingTask
 from tests import model_fixtures as mf
 from tests import training_reference as ref
 

@@ -11,9 +11,9 @@ import tensorflow as tf
 from bert_tf import BertConfig, load_google_checkpoint
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.transformer_layer import Intermediate
+from bert_tf.tasks.pretraining.task import PretrainingTask
 from bert_tf.training import checkpointing
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.pretraining import PretrainingTask
 from bert_tf.training.step import DynamicLossScale, TrainStep
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from bert_tf import cli  # noqa: F401  (TensorFlow's start-up lines hidden, as in every tool)
+from bert_tf import cli  # first, as in every tool: TensorFlow's start-up lines hidden
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tools", "demo_data")
@@ -121,21 +121,33 @@ def pretrain_tiny_bert(tfrecord, vocab):
     return directory
 
 
+def read_scalars(directory, tag):
+    """The `(step, value)` pairs of the TensorBoard scalar `tag` in the events of `directory`.
+
+    An events file is TFRecords of `Event` protos, read here without TensorFlow's deprecated
+    `summary_iterator` (which logs a deprecation warning of `tf_record_iterator`).
+    """
+    import tensorflow as tf
+    from tensorflow.core.util import event_pb2
+
+    points = []
+    for path in sorted(tf.io.gfile.glob(os.path.join(directory, "events.out.tfevents.*"))):
+        for record in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(record.numpy())
+            points += [
+                (event.step, float(tf.make_ndarray(v.tensor))) for v in event.summary.value if v.tag == tag
+            ]
+    return points
+
+
 def plot_loss_curve(directory, png):
     """Draws the `loss` scalars of the TensorBoard events in `directory` (matplotlib, the demo extra)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import tensorflow as tf
 
-    steps, losses = [], []
-    for path in sorted(tf.io.gfile.glob(os.path.join(directory, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == "loss":
-                    steps.append(event.step)
-                    losses.append(float(tf.make_ndarray(value.tensor)))
+    steps, losses = zip(*read_scalars(directory, "loss"), strict=True)
     figure, axes = plt.subplots(figsize=(6, 3.5))
     axes.plot(steps, losses, marker="o")
     axes.set(xlabel="step", ylabel="loss (masked LM + next sentence)", title="Pretraining a tiny BERT")
@@ -166,7 +178,8 @@ def export_and_ask(pretraining_dir, vocab):
     print(f"The text signature answers {shapes}")
 
 
-def main():
+def main(argv):
+    del argv
     os.makedirs(OUT, exist_ok=True)
     config_file, checkpoint = tiny_google_checkpoint()
     vocab = os.path.join(DATA, "vocab.txt")
@@ -211,4 +224,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -1,4 +1,4 @@
-"""Pretrains BERT (or continues pretraining) on create_pretraining_data.py's TFRecords.
+r"""Pretrains BERT (or continues pretraining) on create_pretraining_data.py's TFRecords.
 
 The original's run_pretraining.py flags, plus --strategy, --mixed_precision, --jit_compile,
 --gradient_accumulation_steps, --gradient_reduction, --optimizer, --seed, --keep_checkpoint_max:
@@ -10,24 +10,15 @@ The original's run_pretraining.py flags, plus --strategy, --mixed_precision, --j
 Rerunning the same command after a crash resumes from the latest checkpoint in --output_dir.
 """
 
-from absl import flags
-
 from bert_tf import cli
-from bert_tf.training.options import define_flags, options_from_flags
-from bert_tf.training.pretraining import PretrainingOptions
+from bert_tf.options import define_flags, options_from_flags
+from bert_tf.tasks.pretraining.run import PretrainingOptions, run_pretraining
 
 define_flags(PretrainingOptions)
-for _name in ("input_file", "bert_config_file", "output_dir"):
-    flags.mark_flag_as_required(_name)
 
 
 def main(argv):
     del argv
-    import logging
-
-    from bert_tf.training.pretraining import run_pretraining
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     run_pretraining(options_from_flags(PretrainingOptions))
 
 

@@ -1,4 +1,4 @@
-"""Fine-tunes BERT on SQuAD 1.1 or 2.0 and writes its answers: the original's run_squad.py.
+r"""Fine-tunes BERT on SQuAD 1.1 or 2.0 and writes its answers: the original's run_squad.py.
 
 The original's flags (--train_file, --predict_file, --doc_stride, --max_query_length,
 --n_best_size, --max_answer_length, --version_2_with_negative, --null_score_diff_threshold,
@@ -13,46 +13,16 @@ and the trainer's --strategy, --mixed_precision, --jit_compile, --seed, --keep_c
       --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 """
 
-from absl import flags
-
 from bert_tf import cli
-from bert_tf.tasks.finetuning import FinetuningOptions
-from bert_tf.training.options import define_flags, options_from_flags
+from bert_tf.options import define_flags, options_from_flags
+from bert_tf.tasks.squad.run import SquadOptions, run_squad
 
-flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
-flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
 # SQuAD evaluates the predictions (--predict_batch_size): the original has no --eval_batch_size.
-define_flags(
-    FinetuningOptions,
-    omit=("eval_batch_size",),
-    helps={"do_predict": "Whether to run eval on the dev set (--predict_file): writes predictions.json."},
-    max_seq_length=384,
-)
-flags.DEFINE_integer(
-    "doc_stride", 128, "When splitting a long document into windows, the most tokens between starts."
-)
-flags.DEFINE_integer("max_query_length", 64, "Question WordPieces kept; longer questions are truncated.")
-flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json.")
-flags.DEFINE_integer(
-    "max_answer_length", 30, "The most WordPieces in an answer (start and end are predicted independently)."
-)
-flags.DEFINE_bool("verbose_logging", False, "Log every answer that cannot be aligned with the original text.")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: some questions have no answer.")
-flags.DEFINE_float(
-    "null_score_diff_threshold", 0.0, 'SQuAD 2.0: answer "" if null score - best non-null score exceeds this.'
-)
-
-for _name in ("vocab_file", "bert_config_file", "output_dir"):
-    flags.mark_flag_as_required(_name)
+define_flags(SquadOptions, omit=("eval_batch_size",))
 
 
 def main(argv):
     del argv
-    import logging
-
-    from bert_tf.tasks.squad import SquadOptions, run_squad
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     run_squad(options_from_flags(SquadOptions))
 
 

@@ -1,4 +1,4 @@
-"""Fine-tunes BERT for token tagging (e.g. CoNLL-2003 named entities): bert_tf's, beyond the original.
+r"""Fine-tunes BERT for token tagging (e.g. CoNLL-2003 named entities): bert_tf's, beyond the original.
 
 The original classifier's common flags (--vocab_file, --bert_config_file, --init_checkpoint,
 --output_dir, --do_train/--do_eval/--do_predict, batch sizes, --learning_rate, ...) and the
@@ -13,33 +13,15 @@ SavedModel returning each token's label):
       --output_dir=/tmp/ner_output/
 """
 
-from absl import flags
-
 from bert_tf import cli
-from bert_tf.tasks.finetuning import FinetuningOptions
-from bert_tf.training.options import define_flags, options_from_flags
+from bert_tf.options import define_flags, options_from_flags
+from bert_tf.tasks.tagging.run import TaggingOptions, run_tagger
 
-flags.DEFINE_string("train_file", None, "CoNLL-style training file (token first, tag last column).")
-flags.DEFINE_string("eval_file", None, "CoNLL-style dev file, for --do_eval.")
-flags.DEFINE_string("predict_file", None, "CoNLL-style file to tag (the tag column may be absent).")
-flags.DEFINE_string(
-    "labels",
-    None,
-    "The tags, comma-separated, in the model's order (default: those of --train_file, sorted).",
-)
-define_flags(FinetuningOptions)
-
-for _name in ("vocab_file", "bert_config_file", "output_dir"):
-    flags.mark_flag_as_required(_name)
+define_flags(TaggingOptions)
 
 
 def main(argv):
     del argv
-    import logging
-
-    from bert_tf.tasks.tagging import TaggingOptions, run_tagger
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     run_tagger(options_from_flags(TaggingOptions))
 
 

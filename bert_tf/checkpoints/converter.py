@@ -25,6 +25,7 @@ from bert_tf.checkpoints.google import (
 )
 from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
+from bert_tf.options import option
 
 logger = logging.getLogger(__name__)
 
@@ -289,3 +290,58 @@ def keras_to_google(keras_model, output_checkpoint):
         if checkpoint_value(weight).tobytes() != written[weight.path].tobytes():
             raise ValueError(f"{output_checkpoint}: {weight.path} did not read back identically")
     return keras_model, output_checkpoint
+
+
+@dataclasses.dataclass
+class ConvertOptions:
+    """The flags of `tools/convert_checkpoint.py`."""
+
+    bert_config_file: str = option(None, "The checkpoint's bert_config.json.")
+    init_checkpoint: str = option(None, "Google checkpoint prefix or its directory.")
+    keras_model: str = option(None, "A bert_tf model saved as .keras, to write back as a Google checkpoint.")
+    output: str = option(None, "Keras file (.keras / .weights.h5) or Google checkpoint prefix.")
+    tolerance: float = option(
+        None, f"Largest allowed max-abs difference from the reference (default {DEFAULT_TOLERANCE:g})."
+    )
+    seed: int = option(0, "Seed of the generated check inputs.")
+    print_parameters: bool = option(True, "Print the parameter count per component.")
+
+
+def run_convert(options):
+    """Converts as `ConvertOptions` say (`tools/convert_checkpoint.py`) and prints the report.
+
+    Google -> Keras (`--init_checkpoint`): the load report, the parameter table and the numeric
+    check against the float64 reference, then the output written. Keras -> Google
+    (`--keras_model`): the checkpoint written and read back.
+
+    Returns:
+      The exit status: 1 when the check is above tolerance, else 0.
+
+    Raises:
+      ValueError: Bad flags or files, naming them.
+    """
+    from bert_tf.checkpoints import parameters
+
+    if options.keras_model:
+        if not options.output:
+            raise ValueError("--keras_model needs --output (the Google checkpoint prefix to write)")
+        model, prefix = keras_to_google(options.keras_model, options.output)
+        print(f"Wrote {len(model.weights)} variables to {prefix} (read back identically).")
+        return 0
+    if not (options.bert_config_file and options.init_checkpoint):
+        raise ValueError("give --bert_config_file and --init_checkpoint, or --keras_model")
+    tolerance = DEFAULT_TOLERANCE if options.tolerance is None else options.tolerance
+    result = google_to_keras(
+        options.bert_config_file, options.init_checkpoint, options.output, tolerance, options.seed
+    )
+    print(result.load_report)
+    if options.print_parameters:
+        # The pretraining heads are counted where the checkpoint has them.
+        with_heads = isinstance(result.model, BertPretrainer)
+        print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config, with_heads)))
+    print(result.verification.format_table())
+    if not result.verification.ok:
+        return 1
+    if options.output:
+        print(f"Wrote {options.output}")
+    return 0

@@ -10,11 +10,15 @@ are the lower level: any list of named tensors out, any name-based checkpoint in
 import collections
 import dataclasses
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import errors, files
+
+# What follows a checkpoint's prefix in the names of its files.
+_DATA_OR_INDEX_SUFFIX = re.compile(r"\.(index|data-\d{5}-of-\d{5})$")
 
 
 @dataclasses.dataclass
@@ -75,8 +79,8 @@ def resolve_checkpoint_prefix(path):
 
     Args:
       path: `.../bert_model.ckpt` (the prefix; `.index` and `.data-*` files beside it), the
-        `.index` file itself, or a directory with exactly one checkpoint (or a `checkpoint`
-        state file naming the latest); local or not (`gs://...`).
+        `.index` file or a `.data-00000-of-00001` file itself, or a directory with exactly one
+        checkpoint (or a `checkpoint` state file naming the latest); local or not (`gs://...`).
 
     Returns:
       The prefix, to pass to `open_checkpoint`.
@@ -84,8 +88,7 @@ def resolve_checkpoint_prefix(path):
     Raises:
       ValueError: Nothing there is a checkpoint; the message says what was looked for.
     """
-    if path.endswith(".index"):
-        path = path[: -len(".index")]
+    path = _DATA_OR_INDEX_SUFFIX.sub("", path)
     # The index first: on some filesystems (ram://) any prefix of a file counts as a directory.
     if not files.exists(path + ".index") and files.isdir(path):
         latest = tf.train.latest_checkpoint(path)
@@ -131,6 +134,37 @@ def open_checkpoint(prefix):
         raise ValueError(f"{prefix}: cannot read checkpoint ({message})") from None
 
 
+def check_complete(prefix, reader=None):
+    """Raises unless the checkpoint's data files hold every byte its index lists: a copy cut
+    short (a download stopped, a disk filled) opens, and fails only when a missing tensor is
+    read, after whatever ran before it.
+
+    Args:
+      prefix: The checkpoint prefix.
+      reader: Its `open_checkpoint` reader, if open already.
+
+    Raises:
+      ValueError: The data files are shorter than the index's tensors; the message names them.
+    """
+    reader = reader or open_checkpoint(prefix)
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    # Numeric tensors are stored as their raw bytes, one after the other (string tensors,
+    # which BERT's checkpoints have none of, are left out of the sum).
+    needed = sum(
+        int(np.prod(shapes[name], dtype=np.int64)) * dtypes[name].size
+        for name in shapes
+        if dtypes[name] != tf.string
+    )
+    data_files = files.glob(prefix + ".data-*")
+    held = sum(files.size(path) for path in data_files)
+    if held < needed:
+        raise ValueError(
+            f"{prefix}: checkpoint is truncated: its data files hold {held:,} bytes, its index lists "
+            f"{needed:,} ({', '.join(os.path.basename(path) for path in sorted(data_files))}); "
+            "copy or download it again"
+        )
+
+
 def _left_out(side, other, names):
     """The problem of `bert/` weights of one side that the other lacks."""
     listed = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
@@ -172,6 +206,26 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
     prefix = resolve_checkpoint_prefix(path)
     reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
+    return assign_named_values(model, prefix, shapes, reader.get_tensor, strict, allow_unused)
+
+
+def assign_named_values(model, source, shapes, read, strict=True, allow_unused=True):
+    """Assigns to each weight of `model` the value named by its path: the checks and the
+    assignment of `load_google_checkpoint`, for any source of named values.
+
+    Args:
+      model: The model (its weight paths are Google names).
+      source: What the values come from, as messages and the report name it (a prefix, a file).
+      shapes: `{name: shape}` of every value the source holds.
+      read: `read(name)` returns the value named `name`.
+      strict, allow_unused: As `load_google_checkpoint`'s.
+
+    Returns:
+      A `LoadReport`.
+
+    Raises:
+      ValueError: As `load_google_checkpoint`; nothing is assigned then.
+    """
     weights = model.weights
 
     names = [weight.path for weight in weights]
@@ -179,7 +233,7 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
     if not present:
         sample = ", ".join(sorted(shapes)[:3]) or "no variables"
         raise ValueError(
-            f"{prefix}: not a BERT checkpoint for this model: none of its {len(names)} "
+            f"{source}: not a BERT checkpoint for this model: none of its {len(names)} "
             f"variables (e.g. {names[0]}) is in it; it holds {sample}"
         )
     missing = [name for name in names if name not in shapes]
@@ -204,7 +258,7 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
         )
     used = set(present)
     report = LoadReport(
-        checkpoint=prefix,
+        checkpoint=source,
         loaded=present,
         unused=sorted(name for name in shapes if name not in used),
         missing=missing,
@@ -225,16 +279,16 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
             + "); was it written for another bert_config.json?"
         )
     if problems:
-        raise ValueError(f"{prefix}: " + " ".join(problems) + " Nothing was loaded.")
+        raise ValueError(f"{source}: " + " ".join(problems) + " Nothing was loaded.")
 
     values = []
     for weight in weights:
         if weight.path in shapes:
             try:
-                value = reader.get_tensor(weight.path)
+                value = read(weight.path)
             except (tf.errors.OpError, IndexError, ValueError) as e:
                 raise ValueError(
-                    f"{prefix}: cannot read {weight.path} ({errors.reason(e)}); "
+                    f"{source}: cannot read {weight.path} ({errors.reason(e)}); "
                     "the data file is truncated or corrupt. Nothing was loaded."
                 ) from None
             values.append((weight, np.asarray(value, dtype=weight.dtype)))

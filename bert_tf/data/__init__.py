@@ -1,6 +1,8 @@
 """Pretraining data: corpus -> instances -> masked examples -> TFRecords, and the reader."""
 
-from bert_tf.data.pipeline import PretrainingDataOptions, Summary, create_pretraining_data
+from bert_tf.data.options import CreatePretrainingDataOptions, PretrainingDataOptions
+from bert_tf.data.pipeline import create_pretraining_data, run_create_pretraining_data
+from bert_tf.data.shards import Summary
 
 
 def __getattr__(name):
@@ -12,4 +14,11 @@ def __getattr__(name):
     raise AttributeError(f"module 'bert_tf.data' has no attribute {name!r}")
 
 
-__all__ = ["PretrainingDataOptions", "Summary", "create_pretraining_data", "make_pretraining_dataset"]
+__all__ = [
+    "CreatePretrainingDataOptions",
+    "PretrainingDataOptions",
+    "Summary",
+    "create_pretraining_data",
+    "make_pretraining_dataset",
+    "run_create_pretraining_data",
+]

@@ -1,8 +1,8 @@
 """Scale mode on Apache Beam: the same shards, seeds and examples, run by any Beam runner.
 
-The launcher plans the shards as scale mode does (`plan_scale_mode`: byte ranges cut at
+The launcher plans the shards as scale mode does (`shards.plan_scale_mode`: byte ranges cut at
 document boundaries); the pipeline spreads them over the runner's workers, each of which makes a
-shard's examples with scale mode's own `_ShardMaker.make_shard` (the shard's own seeded
+shard's examples with scale mode's own `ShardMaker.make_shard` (the shard's own seeded
 `random.Random`), and Beam's TFRecord sink writes them to `<output_file>-SSSSS-of-NNNNN`. For
 the same input, vocab, flags, seed and shard size the examples are exactly scale mode's; only
 the files they are in differ. The workers count documents, instances, tokens and masked tokens
@@ -10,6 +10,8 @@ in Beam metrics, which the launcher reads back into a `Summary` when the pipelin
 
 Runners: the DirectRunner (local processes), Dataflow, Flink and Spark (README.md, "Pretraining
 data", gives their command lines). Importing this module needs Apache Beam (`bert_tf[beam]`).
+`pipeline.create_pretraining_data` calls this module for `--runner`; it builds on `shards.py`
+alone, never on `pipeline.py`.
 """
 
 import glob
@@ -27,7 +29,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from apache_beam.runners.runner import PipelineState
 
 from bert_tf import files
-from bert_tf.data.pipeline import Summary, _ShardMaker, plan_scale_mode, remove_stale_shards, shard_file_name
+from bert_tf.data.shards import ShardMaker, Summary, plan_scale_mode, remove_stale_shards, shard_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +107,7 @@ class MakeShardFn(beam.DoFn):
         self._counters = {name: Metrics.counter(NAMESPACE, name) for name in SUMMARY_COUNTERS}
 
     def setup(self):
-        self._maker = _ShardMaker(self._options, exact=False)  # once per worker: loads the vocab
+        self._maker = ShardMaker(self._options, exact=False)  # once per worker: loads the vocab
 
     def process(self, shard):
         index, ranges = shard

@@ -68,15 +68,24 @@ def is_blank_line(raw_line):
 
 
 class CorpusBuilder:
-    """Accumulates tokenized lines into a `Corpus`, following the original's document rules."""
+    """Accumulates tokenized lines into a `Corpus`, following the original's document rules.
 
-    def __init__(self, tokenizer):
+    Args:
+      tokenizer: A `FullTokenizer`.
+      on_line: None, or called after each line that `add_file` reads with the counts so far
+        (keywords `lines`, `bytes`, `documents`, `tokens`), e.g. `Progress.update`.
+    """
+
+    def __init__(self, tokenizer, on_line=None):
         self._tokenizer = tokenizer
         self._vocab = tokenizer.vocab
         self._tokens = array.array("i")
         self._segment_starts = array.array("q", [0])
         self._document_starts = array.array("q", [0])
         self._open_segments = 0  # segments of the document being read
+        self._on_line = on_line
+        self._lines_read = 0
+        self._bytes_read = 0
 
     def add_line(self, line):
         """Adds one decoded line: a blank line (`is_blank_line`) ends the current document."""
@@ -122,7 +131,17 @@ class CorpusBuilder:
                         logger.warning("%s: %s is not UTF-8; its invalid bytes are dropped", path, where)
                 self.add_line(text)
                 # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.
-                offset = reader.tell()
+                position = reader.tell()
+                self._lines_read += 1
+                self._bytes_read += position - offset
+                offset = position
+                if self._on_line is not None:
+                    self._on_line(
+                        lines=self._lines_read,
+                        bytes=self._bytes_read,
+                        documents=len(self._document_starts) - 1,
+                        tokens=len(self._tokens),
+                    )
                 if end is not None and offset >= end:
                     break
         if not_utf8 > 1:

@@ -38,13 +38,25 @@ class TrainingInstance:
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
-    """Shortens the longer side, from its front or back at random, until the pair fits."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
+    """Shortens the longer side (b when both are as long), from its front or back at random,
+    until the pair fits, drawing exactly the original's random numbers.
+
+    The original deletes one token at a time, each from the front if `rng.random() < 0.5`, else
+    from the back: quadratic in the length of a long segment (a one-line document). Here the
+    same draws, in the same order and for the same sides, are counted, and each side is cut
+    once at the end.
+    """
+    lengths = [len(tokens_a), len(tokens_b)]
+    from_front = [0, 0]
+    random = rng.random
+    while lengths[0] + lengths[1] > max_num_tokens:
+        longer = 0 if lengths[0] > lengths[1] else 1
+        if random() < 0.5:
+            from_front[longer] += 1
+        lengths[longer] -= 1
+    for tokens, front, length in zip((tokens_a, tokens_b), from_front, lengths, strict=True):
+        del tokens[front + length :]
+        del tokens[:front]
 
 
 def truncate_seq_pair_sampled(tokens_a, tokens_b, max_num_tokens, rng):
@@ -99,14 +111,17 @@ class InstanceMaker:
         self.sep_id = sep_id
 
     def from_document(self, document_index, rng):
-        """The instances of one document, drawing on `rng` exactly as the original."""
+        """Yields the instances of one document, drawing on `rng` exactly as the original.
+
+        Each instance is yielded as soon as it is made (a document can be a whole corpus
+        without blank lines); the caller must draw nothing on `rng` before the next one.
+        """
         document = self.get_document(document_index)
         max_num_tokens = self.max_num_tokens
         target_seq_length = max_num_tokens
         if rng.random() < self.short_seq_prob:
             target_seq_length = rng.randint(2, max_num_tokens)
 
-        instances = []
         current_chunk, current_length = [], 0
         i = 0
         while i < len(document):
@@ -128,12 +143,9 @@ class InstanceMaker:
                 self.truncate(tokens_a, tokens_b, max_num_tokens, rng)
                 input_ids = [self.cls_id, *tokens_a, self.sep_id, *tokens_b, self.sep_id]
                 positions, labels = self.masker.mask(input_ids, len(tokens_a) + 2, rng)
-                instances.append(
-                    TrainingInstance(input_ids, len(tokens_a) + 2, positions, labels, is_random_next)
-                )
+                yield TrainingInstance(input_ids, len(tokens_a) + 2, positions, labels, is_random_next)
                 current_chunk, current_length = [], 0
             i += 1
-        return instances
 
     def _random_segments(self, document_index, target_length, rng):
         """Segments of another document, from a random one on, until `target_length` tokens.
@@ -164,7 +176,6 @@ def create_instances(
     cls_id,
     sep_id,
     encode=lambda instance: instance,
-    on_document=None,
     exact_stream=True,
 ):
     """All instances of a corpus, in the original's final (shuffled) order.
@@ -177,8 +188,8 @@ def create_instances(
       masker: A `Masker`.
       cls_id, sep_id: Ids of `[CLS]` and `[SEP]`.
       encode: Applied to each `TrainingInstance` as soon as it is made (e.g. serialising it,
-        which keeps memory small); the shuffle does not depend on what it returns.
-      on_document: Called with the number of instances after each document (progress).
+        which keeps memory small, and counting it for progress); it must not draw on `rng`. The
+        shuffle does not depend on what it returns.
       exact_stream: As `InstanceMaker`'s (the masker has its own).
 
     Returns:
@@ -204,7 +215,5 @@ def create_instances(
     for _ in range(dupe_factor):
         for document_index in range(len(order)):
             instances.extend(encode(i) for i in maker.from_document(document_index, rng))
-            if on_document is not None:
-                on_document(len(instances))
     rng.shuffle(instances)
     return instances

@@ -5,7 +5,7 @@ TF Serving's `<export_dir>/<version>` layout written atomically, and `bert` the 
 for `BertModel` and `BertPretrainer`.
 """
 
-from bert_tf.export.bert import PRETRAINING_SIGNATURE, export_bert, load_bert
+from bert_tf.export.bert import PRETRAINING_SIGNATURE, export_bert
 from bert_tf.export.module import (
     DEFAULT_SIGNATURE,
     EXAMPLE_SIGNATURE,
@@ -31,7 +31,6 @@ __all__ = [
     "ServedModel",
     "export_bert",
     "export_saved_model",
-    "load_bert",
     "next_version",
     "versioned_directory",
 ]

@@ -1,17 +1,16 @@
 """`BertModel` and `BertPretrainer` as users of the export module: loading, checks, signatures."""
 
+import dataclasses
 import logging
 
 import keras
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_google_checkpoint
-from bert_tf.checkpoints.converter import load_keras_bert
-from bert_tf.config import BertConfig
+from bert_tf.checkpoints.pretrained import open_pretrained
 from bert_tf.export.module import ServedModel, after_checks, export_saved_model
 from bert_tf.export.versioning import check_version
-from bert_tf.modeling import BertModel, BertPretrainer
-from bert_tf.text import tokenization
+from bert_tf.modeling import BertPretrainer
+from bert_tf.options import option
 
 ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
@@ -53,83 +52,6 @@ class PretrainingOutputs(keras.layers.Layer):
         }
 
 
-def check_vocab_and_length(config, vocab_file, max_seq_length):
-    """Raises unless the vocabulary and `max_seq_length` fit the model's config.
-
-    A token's id must have a row in the embedding table: the vocabulary's size (its highest id
-    + 1; blank lines, which no text tokenizes to, left out) may be below `vocab_size` (a table
-    padded beyond its vocabulary, which the original runs too: a warning), not above it.
-
-    Raises:
-      ValueError: The vocabulary is larger than the config's `vocab_size`, or `max_seq_length`
-        is above `max_position_embeddings`; the message names the file or value.
-    """
-    ids = [index for token, index in tokenization.load_vocab(vocab_file).items() if token]
-    if not ids:
-        raise ValueError(f"{vocab_file}: the vocab file has blank lines only")
-    vocab_size = max(ids) + 1
-    if vocab_size > config.vocab_size:
-        raise ValueError(
-            f"{vocab_file}: the vocabulary has {vocab_size} tokens but the model's vocab_size is "
-            f"{config.vocab_size}; is it the vocab.txt of this checkpoint?"
-        )
-    if vocab_size < config.vocab_size:
-        logger.warning(
-            "%s: the vocabulary has %d tokens and the model's vocab_size is %d: no token reaches "
-            "the last %d embedding rows (right for a padded table; otherwise, is it the "
-            "vocab.txt of this checkpoint?)",
-            vocab_file,
-            vocab_size,
-            config.vocab_size,
-            config.vocab_size - vocab_size,
-        )
-    if max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length {max_seq_length} is above the model's max_position_embeddings "
-            f"({config.max_position_embeddings})"
-        )
-
-
-def _load_keras_model(path, bert_config_file):
-    model = load_keras_bert(path)
-    if bert_config_file and BertConfig.from_json_file(bert_config_file) != model.config:
-        raise ValueError(f"{bert_config_file}: does not describe the model in {path}")
-    return model
-
-
-def load_bert(init_checkpoint, bert_config_file, vocab_file, max_seq_length, with_heads=False):
-    """Loads the model to export and checks it against the vocabulary and `max_seq_length`.
-
-    Args:
-      init_checkpoint: A Google checkpoint (released, or a `run_pretraining.py` output whose
-        optimizer slots are skipped) or a `.keras` file of a bert_tf model.
-      bert_config_file: The checkpoint's `bert_config.json` (optional for `.keras`, where it
-        must match the model's own config when given).
-      vocab_file: The vocabulary to check against the config.
-      max_seq_length: The length to check against `max_position_embeddings`.
-      with_heads: Whether the pretraining heads are needed (a `BertPretrainer` is returned).
-
-    Returns:
-      (model, load report or None for a `.keras` file).
-
-    Raises:
-      ValueError: Missing or mismatched files, as the message says; checked before the
-        weights are read where the config is a separate file.
-    """
-    if init_checkpoint.endswith(".keras"):
-        model = _load_keras_model(init_checkpoint, bert_config_file)
-        check_vocab_and_length(model.config, vocab_file, max_seq_length)
-        if with_heads and not isinstance(model, BertPretrainer):
-            raise ValueError(f"{init_checkpoint}: a BertModel has no pretraining heads for with_heads")
-        return model, None
-    if not bert_config_file:
-        raise ValueError("a Google checkpoint needs its bert_config_file")
-    config = BertConfig.from_json_file(bert_config_file)
-    check_vocab_and_length(config, vocab_file, max_seq_length)
-    model = BertPretrainer(config) if with_heads else BertModel(config)
-    return model, load_google_checkpoint(model, init_checkpoint)
-
-
 def export_bert(
     init_checkpoint,
     bert_config_file,
@@ -147,7 +69,8 @@ def export_bert(
     with heads, `pretraining`.
 
     Args:
-      init_checkpoint, bert_config_file: As `load_bert`.
+      init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
+        config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
         overwrite: As `export_saved_model`.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
@@ -159,11 +82,13 @@ def export_bert(
     Raises:
       ValueError: Bad input, before anything is written under `export_dir`.
     """
-    tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     if max_predictions_per_seq < 1:
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
+    if not init_checkpoint:
+        raise ValueError("--init_checkpoint is required")
+    pretrained = open_pretrained(bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length)
     check_version(export_dir, version, overwrite)
-    model, report = load_bert(init_checkpoint, bert_config_file, vocab_file, max_seq_length, with_heads)
+    model, report = pretrained.model(with_heads)
     encoder = model.bert if isinstance(model, BertPretrainer) else model
     extra = {}
     if with_heads:
@@ -185,3 +110,51 @@ def export_bert(
         config=encoder.config,
     )
     return path, report
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """The flags of `tools/export_saved_model.py`."""
+
+    bert_config_file: str = option(None, "The checkpoint's bert_config.json (optional for .keras).")
+    init_checkpoint: str = option(
+        None,
+        "Google checkpoint prefix or directory (released or pretraining output), or .keras.",
+        required=True,
+    )
+    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
+    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
+    max_seq_length: int = option(128, "Sequence length of the text and tf.Example signatures.")
+    export_dir: str = option(None, "Model base directory (TF Serving's --model_base_path).", required=True)
+    with_heads: bool = option(False, "Add the `pretraining` signature (masked LM and next sentence).")
+    max_predictions_per_seq: int = option(20, "Width of masked_lm_positions in `pretraining`.")
+    text_signatures: bool = option(
+        True, "Export `text` and `text_pair` (their ops come from tensorflow-text)."
+    )
+    version: int = option(None, "Version to write (default: one above the highest existing).")
+    overwrite: bool = option(False, "Replace the version if it exists.")
+
+
+def run_export(options):
+    """`export_bert` of `ExportOptions` (`tools/export_saved_model.py`); prints what it wrote.
+
+    Returns:
+      The version directory written.
+    """
+    path, report = export_bert(
+        options.init_checkpoint,
+        options.bert_config_file,
+        options.vocab_file,
+        options.do_lower_case,
+        options.max_seq_length,
+        options.export_dir,
+        with_heads=options.with_heads,
+        max_predictions_per_seq=options.max_predictions_per_seq,
+        text_signatures=options.text_signatures,
+        version=options.version,
+        overwrite=options.overwrite,
+    )
+    if report is not None:
+        print(report)
+    print(f"Exported {path}")
+    return path

@@ -66,10 +66,11 @@ class ServedModel:
             raise ValueError(f"extra_inputs may not redefine the id inputs {clash}")
 
     def build(self):
-        """Calls the model once, eagerly, on a batch of one token: a Keras model that makes its
-        variables on its first call (a subclassed one, never called yet) makes them here, where
-        they can be tracked and saved, and not inside a signature's trace."""
-        inputs = {name: tf.zeros([1, 1], tf.int32) for name in ID_INPUTS}
+        """Calls the model once, eagerly, on a batch of one row of two tokens: a Keras model that
+        makes its variables on its first call (a subclassed one, never called yet) makes them
+        here, where they can be tracked and saved, and not inside a signature's trace. (One
+        token would have Keras warn of a softmax over a single position.)"""
+        inputs = {name: tf.zeros([1, 2], tf.int32) for name in ID_INPUTS}
         for name, spec in self.extra_inputs.items():
             inputs[name] = tf.zeros([1 if n is None else n for n in spec.shape], spec.dtype)
         self(inputs)

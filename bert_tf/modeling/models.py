@@ -8,10 +8,11 @@ from bert_tf.modeling.encoder import Encoder
 from bert_tf.modeling.heads import PretrainingHeads
 from bert_tf.modeling.pooler import Pooler
 from bert_tf.modeling.serialization import BertConfigured
+from bert_tf.modeling.training_forms import TrainingForms
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertModel(BertConfigured, keras.Model):
+class BertModel(BertConfigured, TrainingForms, keras.Model):
     """The `bert` scope of the original: embeddings, encoder and pooler.
 
     Every variable's `path` is its name in a Google checkpoint
@@ -54,7 +55,7 @@ class BertModel(BertConfigured, keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(BertConfigured, keras.Model):
+class BertPretrainer(BertConfigured, TrainingForms, keras.Model):
     """`BertModel` plus the two pretraining heads of the original (`cls/predictions`,
     `cls/seq_relationship`).
 

@@ -1,1 +1,12 @@
-"""What a loaded BERT is used for: feature extraction (and, as they land, fine-tuning tasks)."""
+"""The jobs, one package each, in one shape: `data` (examples to features), `task` (the model,
+loss and metrics: what runs on a replica) and `run` (the options, whose fields are the tool's
+flags, and `run_<job>`), plus host-side modules where a job has them.
+
+- `pretraining`: the original's `run_pretraining.py`.
+- `classifier`: `run_classifier.py`.
+- `squad`: `run_squad.py` (`predictions`: the n-best answers; `evaluation`: the official scores).
+- `tagging`: bert_tf's token tagger (`metrics`: conlleval's entity scores).
+- `features`: `extract_features.py`.
+
+Each trains, evaluates, predicts and exports through `bert_tf.training.runner.Runner`.
+"""

@@ -7,9 +7,11 @@ come from tensorflow-text's vocabulary learner.
 """
 
 import collections
+import dataclasses
 import logging
 
 from bert_tf.files import atomic_output, check_output_path, expand_input_patterns, open_file
+from bert_tf.options import option
 from bert_tf.text.tokenization import BasicTokenizer
 
 logger = logging.getLogger(__name__)
@@ -110,4 +112,36 @@ def build_vocab(
             len(tokens),
         )
     write_vocab(tokens, output)
+    return tokens
+
+
+@dataclasses.dataclass
+class BuildVocabOptions:
+    """The flags of `tools/build_vocab.py`."""
+
+    input_file: str = option(None, "Text file(s): comma-separated glob patterns.", required=True)
+    vocab_size: int = option(30522, "Target vocabulary size, special tokens included.")
+    output: str = option(None, "The vocab.txt to write.", required=True)
+    do_lower_case: bool = option(True, "Lower-case and strip accents (an uncased vocab).")
+    reserved_tokens: list = option(
+        list(DEFAULT_RESERVED_TOKENS), "Special tokens, first in the vocab; [PAD] must come first."
+    )
+    min_count: int = option(2, "Ignore words seen fewer times (their characters still count).")
+
+
+def run_build_vocab(options):
+    """`build_vocab` of `BuildVocabOptions` (`tools/build_vocab.py`); prints what it wrote.
+
+    Returns:
+      The list of tokens written.
+    """
+    tokens = build_vocab(
+        options.input_file,
+        options.output,
+        options.vocab_size,
+        options.do_lower_case,
+        tuple(options.reserved_tokens),
+        options.min_count,
+    )
+    print(f"Wrote {len(tokens):,} tokens to {options.output}")
     return tokens

@@ -1,9 +1,12 @@
-"""Training: the original's optimizer and schedule, the distributed step, checkpoints, the loop.
+"""Training, for every job: the original's optimizer and schedule, the distributed step,
+checkpoints, the loop and the runner. No module here knows a job (`bert_tf.tasks` has them).
 
+- `options`: the training tools' shared options (`TrainingOptions`, `FinetuningOptions`).
+- `runner`: `Runner`, what every job trains, evaluates, predicts and exports through.
 - `optimization`: `AdamWeightDecay` (the original's), `Lamb`, `WarmupPolynomialDecay` (keras.ops).
-- `pretraining`: the original's pretraining losses and metrics, and `run_pretraining`.
 - `step` (TensorFlow): N distributed train or eval steps per call, gradient reduction modes.
+- `loop` (TensorFlow): restore or initialise, run blocks of steps, log, save, evaluate.
 - `checkpointing` (TensorFlow): Google-layout training checkpoints with the input position.
-- `loop` (TensorFlow): restore or initialise, run, log, save, evaluate.
 - `distribution` (TensorFlow): the strategy from the flags.
+- `interruption`: SIGTERM and Ctrl-C end a run after the step in progress.
 """

@@ -18,9 +18,10 @@ import os
 import tensorflow as tf
 
 from bert_tf import errors
-from bert_tf.training.options import STRATEGIES
 
 logger = logging.getLogger(__name__)
+
+STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 @dataclasses.dataclass

@@ -3,8 +3,10 @@
 `train` resumes automatically: with a checkpoint in the output directory it continues from it
 (weights, optimizer slots, step, input position), else it initialises the weights from
 `init_checkpoint` (weights only, as the original: slots and step start afresh). It runs blocks
-of up to `iterations_per_loop` steps in one `tf.function` call, reads the metrics only between
-blocks, logs a progress line and TensorBoard scalars, saves every `save_checkpoints_steps` steps
+of up to `iterations_per_loop` steps, each in calls of a `tf.function` that runs N steps (N
+grows to about 5 s of steps once a compiled step is timed), logs a progress line after each
+block and at least every 30 s of wall time (its rate leaves out the first call, which compiles),
+writes TensorBoard scalars after each block, saves every `save_checkpoints_steps` steps
 and at the end, and stops with a one-line error naming the step if a loss is not finite (the
 last checkpoint on disk stays the latest). Running again with a larger `num_train_steps`
 continues to the new total, as the original's Estimator does. SIGTERM or SIGINT ends a
@@ -23,7 +25,8 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
 from bert_tf.checkpoints.google import open_checkpoint
-from bert_tf.cli import JobError
+from bert_tf.checkpoints.pretrained import load_weights
+from bert_tf.errors import JobError
 from bert_tf.files import atomic_output, open_file
 from bert_tf.training.checkpointing import (
     INPUT_POSITION,
@@ -94,18 +97,82 @@ class _ProgressLog:
             f"{examples_per_second:,.0f} examples/s | ETA {_format_duration(remaining)}"
         )
 
-    def show(self, *args):
-        self.stream.write(self.line(*args) + "\n")
+    def show(self, step, loss, optimizer, examples_per_second):
+        """Prints the line of `step` (the learning rate of its update, from `optimizer`).
+
+        Returns:
+          That learning rate.
+        """
+        learning_rate = optimizer.learning_rate_of_update(step)
+        self.stream.write(self.line(step, loss, learning_rate, examples_per_second) + "\n")
         self.stream.flush()
+        return learning_rate
+
+
+# A progress line at least this often (seconds of wall time) while training.
+PROGRESS_SECONDS = 30.0
+# About how long one call of the step function runs, once the step's time is known.
+CALL_SECONDS = 5.0
+
+
+class _Pace:
+    """How many steps the next call of the step function runs, the rate, and when a progress
+    line is due.
+
+    The first call runs one step: it traces and compiles the step, so it is timed apart and
+    left out of the rate. The next runs one step too, to time a compiled step; after that a
+    call runs about `CALL_SECONDS` of steps.
+    """
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.calls = 0
+        self.first_call = None  # (steps, seconds) of the compiling call
+        self.steps = 0  # steps after the first call, and their seconds
+        self.seconds = 0.0
+        self.last_line = clock()
+
+    def next_call(self, steps_left):
+        """The steps of the next call, at most `steps_left`."""
+        if not self.steps:
+            return 1
+        return max(1, min(steps_left, int(CALL_SECONDS * self.steps / max(self.seconds, 1e-9))))
+
+    def add(self, steps, seconds):
+        """Records a call that ran `steps` steps in `seconds`."""
+        self.calls += 1
+        if self.first_call is None:
+            self.first_call = (steps, seconds)
+        else:
+            self.steps += steps
+            self.seconds += seconds
+
+    def timed(self):
+        """Whether a call after the first (compiled) has been timed: the rate leaves out the first."""
+        return self.steps > 0
+
+    def rate(self, config):
+        """Examples per second over the calls after the first (over the first if none)."""
+        steps, seconds = (self.steps, self.seconds) if self.steps else self.first_call
+        return steps * config.global_batch_size / max(seconds, 1e-9)
+
+    def progress_due(self):
+        """Whether `PROGRESS_SECONDS` have passed since the last progress line."""
+        return self.clock() - self.last_line >= PROGRESS_SECONDS
+
+    def progress_shown(self):
+        """The next progress line is due `PROGRESS_SECONDS` from now."""
+        self.last_line = self.clock()
 
 
 def initialise_weights(model, init_checkpoint):
-    """Loads `init_checkpoint`'s weights into `model` (those it has; heads it lacks stay random).
+    """Loads `init_checkpoint`'s weights into `model` (those it has; heads it lacks stay random):
+    a Google checkpoint or a `.keras` file (`bert_tf.checkpoints.pretrained`).
 
     Raises:
       ValueError: The checkpoint does not fit the config (names the variable and shapes).
     """
-    report = load_google_checkpoint(model, init_checkpoint, strict=False)
+    report = load_weights(model, init_checkpoint, strict=False)
     for line in str(report).splitlines():
         logger.info("%s", line)
     return report
@@ -203,27 +270,38 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         distribution.num_replicas,
     )
     saved_step = step
+    pace = _Pace()
     with StopOnSignal(step_fn.stop_requested, enabled=distribution.num_workers == 1) as stop:
         while step < config.num_train_steps and stop.signum is None:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-            block = min(config.iterations_per_loop, config.num_train_steps - step, next_save - step)
-            start = time.monotonic()
-            step_fn.train(iterator, tf.constant(block, tf.int32))
-            failed = int(step_fn.nonfinite_step.numpy())
-            if failed >= 0:
-                raise TrainingStopped(
-                    f"step {failed + 1}: the loss or its gradient is NaN or infinite; training stopped. "
-                    f"The latest checkpoint is {latest or 'none (no checkpoint was saved yet)'}; "
-                    "check the input data and the learning rate"
-                )
-            block_start, step = step, int(optimizer.iterations.numpy())
+            block_end = min(step + config.iterations_per_loop, config.num_train_steps, next_save)
+            block_start = step
+            # The block runs in calls of a few seconds each, so that a progress line can be
+            # printed every PROGRESS_SECONDS whatever --iterations_per_loop is.
+            while step < block_end and stop.signum is None:
+                calls_from = step
+                start = time.monotonic()
+                step_fn.train(iterator, tf.constant(pace.next_call(block_end - step), tf.int32))
+                failed = int(step_fn.nonfinite_step.numpy())
+                if failed >= 0:
+                    saved = latest or "none (no checkpoint was saved yet)"
+                    raise TrainingStopped(
+                        f"step {failed + 1}: the loss or its gradient is NaN or infinite; training "
+                        f"stopped. The latest checkpoint is {saved}; check the input data and the "
+                        "learning rate"
+                    )
+                step = int(optimizer.iterations.numpy())
+                pace.add(step - calls_from, time.monotonic() - start)
+                if distribution.is_chief and step < block_end and pace.progress_due() and pace.timed():
+                    progress.show(step, step_fn.metrics.result()["loss"], optimizer, pace.rate(config))
+                    pace.progress_shown()
             if step == block_start:  # a signal came before the block's first step
                 continue
-            seconds = time.monotonic() - start
             results = dict(step_fn.metrics.result(), global_step=step)
             step_fn.metrics.reset()
             if distribution.is_chief:
-                _log_block(writer, progress, results, optimizer, loss_scale, seconds, step - block_start)
+                _log_block(writer, progress, results, optimizer, loss_scale, pace.rate(config))
+                pace.progress_shown()
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 latest, saved_step = checkpoints.save(step), step
                 logger.info("Saved %s", latest)
@@ -238,12 +316,10 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
     return results
 
 
-def _log_block(writer, progress, results, optimizer, loss_scale, seconds, steps):
-    """The progress line and the TensorBoard scalars of a block of `steps` steps."""
+def _log_block(writer, progress, results, optimizer, loss_scale, examples_per_second):
+    """The progress line and the TensorBoard scalars at the end of a block of steps."""
     step = results["global_step"]
-    examples_per_second = steps * progress.global_batch_size / seconds
-    learning_rate = optimizer.learning_rate_of_update(step)
-    progress.show(step, results["loss"], learning_rate, examples_per_second)
+    learning_rate = progress.show(step, results["loss"], optimizer, examples_per_second)
     scalars = dict(results, learning_rate=learning_rate, examples_per_second=examples_per_second)
     if loss_scale is not None:
         scalars["loss_scale"] = float(loss_scale.scale.numpy())

@@ -1,32 +1,35 @@
-"""The options every training tool shares, and their absl flags.
+"""The options of the training jobs, as dataclasses whose fields are also their tools' flags.
 
-`TrainingOptions` holds the flags that `run_pretraining.py`, `run_classifier.py`, `run_squad.py`
-and `run_tagger.py` have in common: the original's (`--output_dir`, `--init_checkpoint`,
+`TrainingOptions`: the flags every training tool has (`run_pretraining.py`, `run_classifier.py`,
+`run_squad.py`, `run_tagger.py`): the original's (`--output_dir`, `--init_checkpoint`,
 `--learning_rate`, `--save_checkpoints_steps`, `--iterations_per_loop`, the TPU flags) and
 bert_tf's (`--strategy`, `--mixed_precision`, `--jit_compile`, `--seed`, `--keep_checkpoint_max`),
 with what every run makes of them: the checks, the strategy, the dtype policy, the loss scale and
-the loop's configuration. A tool's options subclass it; each field declared with `option` is also
-a flag (`define_flags`), so the dataclass is the one place a flag is described.
+the loop's configuration. `FinetuningOptions` adds the flags the original's `run_classifier.py`
+and `run_squad.py` share (the model's files, `--do_*`, the batch sizes, epochs and warm-up) and
+`--export_dir`. A job's options subclass one of them (`bert_tf.options` makes the flags).
 """
 
 import dataclasses
+import logging
 
 from bert_tf import files
+from bert_tf.options import option
+from bert_tf.text import tokenization
+from bert_tf.training.distribution import STRATEGIES, create_distribution
+
+logger = logging.getLogger(__name__)
 
 MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
-STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
-
-
-def option(default, help, choices=None):
-    """A dataclass field that is also an absl flag (`define_flags`), with its help and choices."""
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
 
 
 @dataclasses.dataclass
 class TrainingOptions:
     """The flags every training tool has (module docstring)."""
 
-    output_dir: str = option(None, "Where checkpoints, results and TensorBoard events are written.")
+    output_dir: str = option(
+        None, "Where checkpoints, results and TensorBoard events are written.", required=True
+    )
     init_checkpoint: str = option(None, "Initial weights (usually a pretrained Google checkpoint).")
     learning_rate: float = option(5e-5, "The peak learning rate.")
     save_checkpoints_steps: int = option(1000, "Save a checkpoint every this many steps.")
@@ -63,6 +66,16 @@ class TrainingOptions:
                 f"--keep_checkpoint_max must be 0 (keep all) or more, got {self.keep_checkpoint_max}"
             )
 
+    def init_checkpoint_read(self):
+        """`init_checkpoint` where the run will read it, else None: a checkpoint in `output_dir`
+        is resumed (or restored for evaluation, prediction and export) instead, and the run then
+        needs no initial weights (a rerun after a crash does not read them again)."""
+        from bert_tf.training.checkpointing import latest_checkpoint
+
+        if not self.init_checkpoint or latest_checkpoint(self.output_dir):
+            return None
+        return self.init_checkpoint
+
     @property
     def dtype(self):
         """The models' dtype policy: None (the global one, float32) or a mixed policy."""
@@ -70,8 +83,6 @@ class TrainingOptions:
 
     def distribution(self):
         """The strategy of `--strategy` (`--use_tpu` implies tpu), as a `Distribution`."""
-        from bert_tf.training.distribution import create_distribution
-
         strategy = "tpu" if self.use_tpu else self.strategy
         where = (self.tpu_name, self.tpu_zone, self.gcp_project, self.master, self.num_tpu_cores)
         return create_distribution(strategy, *where)
@@ -99,46 +110,57 @@ class TrainingOptions:
         )
 
 
-def define_flags(options_class, omit=(), helps=None, **defaults):
-    """Defines an absl flag for every `option` field of `options_class` (its help, type, choices).
+@dataclasses.dataclass
+class FinetuningOptions(TrainingOptions):
+    """The flags every fine-tuning tool has: the original's (with its defaults), then bert_tf's."""
 
-    Args:
-      options_class: A dataclass such as `TrainingOptions` or a subclass.
-      omit: Options the tool has no flag for (the original's tool has none and nothing reads
-        them); they keep their defaults.
-      helps: None, or `{option: help}` where the tool's original words a flag otherwise.
-      **defaults: Defaults that differ from the fields' (e.g. SQuAD's `max_seq_length=384`).
+    vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
+    bert_config_file: str = option(None, "The bert_config.json of the pre-trained model.", required=True)
+    do_lower_case: bool = option(True, "True for uncased models, False for cased ones.")
+    max_seq_length: int = option(
+        128,
+        "Total input length after WordPiece tokenization; longer inputs are truncated (split into "
+        "windows by the tagger), shorter ones padded.",
+    )
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    do_predict: bool = option(False, "Whether to run the model in inference mode on the test set.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    predict_batch_size: int = option(8, "Total batch size for predict.")
+    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
+    warmup_proportion: float = option(
+        0.1, "Proportion of training with linear learning rate warm-up (0.1 = 10%)."
+    )
+    export_dir: str = option(
+        None,
+        "If set, export the fine-tuned model after the --do_* actions as a SavedModel version here "
+        "(TF Serving's model base path).",
+    )
 
-    Raises:
-      ValueError: A default, a help or an omission for a field that is not an option.
-    """
-    from absl import flags
-
-    helps = helps or {}
-    fields = [field for field in dataclasses.fields(options_class) if "help" in field.metadata]
-    unknown = sorted((set(defaults) | set(omit) | set(helps)) - {field.name for field in fields})
-    if unknown:
-        raise ValueError(f"define_flags: {options_class.__name__} has no options {unknown}")
-    fields = [field for field in fields if field.name not in omit]
-    define = {
-        str: flags.DEFINE_string,
-        int: flags.DEFINE_integer,
-        float: flags.DEFINE_float,
-        bool: flags.DEFINE_bool,
-    }
-    for field in fields:
-        default = defaults.get(field.name, field.default)
-        help_text, choices = helps.get(field.name, field.metadata["help"]), field.metadata["choices"]
-        if choices:
-            flags.DEFINE_enum(field.name, default, list(choices), help_text)
-        else:
-            define[field.type](field.name, default, help_text)
-
-
-def options_from_flags(options_class):
-    """An `options_class` filled from the absl flags named as its fields."""
-    from absl import flags
-
-    values = flags.FLAGS
-    names = [field.name for field in dataclasses.fields(options_class) if field.name in values]
-    return options_class(**{name: values[name].value for name in names})
+    def validate(self):
+        """Raises a ValueError naming the flag of an option that cannot work: in the original's
+        order, `--do_lower_case` against a released checkpoint's name first, then the rest."""
+        tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
+        super().validate()
+        if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
+            raise ValueError(
+                "at least one of --do_train, --do_eval or --do_predict must be True (or --export_dir "
+                "given, to export the model of --init_checkpoint or --output_dir)"
+            )
+        for flag in ("vocab_file", "bert_config_file"):
+            if not getattr(self, flag):
+                raise ValueError(f"--{flag} is required")
+        if self.do_train:  # as in the original, the training flags are read only to train
+            if self.num_train_epochs <= 0:
+                raise ValueError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+            if self.warmup_proportion < 0:
+                raise ValueError(f"--warmup_proportion must be 0 or more, got {self.warmup_proportion}")
+            if self.warmup_proportion > 1:
+                logger.warning(
+                    "--warmup_proportion=%s: the warm-up outlasts the training, so the learning "
+                    "rate never reaches --learning_rate",
+                    self.warmup_proportion,
+                )
+        if self.export_dir:
+            files.check_output_dir(self.export_dir, "--export_dir")

@@ -253,10 +253,8 @@ class TrainStep:
         if compile_elementwise and not _is_tpu(strategy):
             if hasattr(optimizer, "compile_update"):
                 optimizer.compile_update(_xla_compiled_update)
-            # Keras' own walk over nested layers (it has no public recursive one).
-            for layer in task.model._flatten_layers():
-                if hasattr(layer, "compile_training_form"):
-                    layer.compile_training_form(_xla_compiled)
+            if hasattr(task.model, "compile_training_forms"):
+                task.model.compile_training_forms(_xla_compiled)
         self._gradients = tf.function(self._gradients_of_batch, jit_compile=jit_compile)
         self.train = tf.function(self._train)
 

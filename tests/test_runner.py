@@ -1,7 +1,7 @@
-"""The shared fine-tuning runner: the original's step arithmetic, feature records written
-atomically and read back, the exact eval pass (zero rows after the records, per input pipeline),
-and evaluation and prediction on two replicas (MirroredStrategy on 2 logical CPUs, in a
-subprocess) against the float64 NumPy reference of a checkpoint in the original's layout.
+"""The runner every job uses: the original's step arithmetic, the checks before anything is
+written, and evaluation and prediction on two replicas (MirroredStrategy on 2 logical CPUs, in a
+subprocess) against the float64 NumPy reference of a checkpoint in the original's layout; the
+fine-tuning heads in float32 under mixed precision.
 """
 
 import json
@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from bert_tf.tasks import finetuning
+from bert_tf.training.options import FinetuningOptions
+from bert_tf.training.runner import Runner, train_steps, warmup_steps
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
 
@@ -23,20 +23,20 @@ DEMO = os.path.join(REPO, "tools", "demo_data", "mrpc_keyword")
 
 def test_train_and_warmup_steps_are_the_originals_arithmetic(tmp_path, fixtures_dir):
     # MRPC: 3,668 examples, batch 32, 3 epochs -> int(343.875) = 343 steps, int(34.3) = 34 warm-up.
-    assert finetuning.train_steps(3668, 32, 3.0) == 343
-    assert finetuning.warmup_steps(343, 0.1) == 34
-    assert finetuning.train_steps(10, 32, 3.0) == 0
-    options = finetuning.FinetuningOptions(
+    assert train_steps(3668, 32, 3.0) == 343
+    assert warmup_steps(343, 0.1) == 34
+    assert train_steps(10, 32, 3.0) == 0
+    options = FinetuningOptions(
         vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
         bert_config_file=mf.GOOGLE_TINY_CONFIG,
         output_dir=str(tmp_path),
         do_train=True,
     )
-    runner = finetuning.FinetuningRunner(options)
+    runner = Runner.for_finetuning(options)
     with pytest.raises(
         ValueError, match="10 training examples with --train_batch_size=32 .* give no training step"
     ):
-        runner.train(None, "unused", {}, 10)
+        runner.train_records(None, "unused", {}, 10)
 
 
 def _larger_vocab(tmp_path):
@@ -65,59 +65,8 @@ def test_options_are_checked_before_anything_is_written(tmp_path, fixtures_dir):
         (dict(export_dir=str(a_file)), r"^--export_dir: .*/a_file is a file, not a directory$"),
     ):
         with pytest.raises(ValueError, match=message):
-            finetuning.FinetuningRunner(finetuning.FinetuningOptions(**dict(base, **changes)))
+            Runner.for_finetuning(FinetuningOptions(**dict(base, **changes)))
     assert not (tmp_path / "out").exists()
-
-
-def _records(tmp_path, count):
-    path = str(tmp_path / "r.tf_record")
-    rows = [
-        {"input_ids": [i, 10 + i], "weights": [0.5 * i], "is_real_example": [1]} for i in range(1, count + 1)
-    ]
-    assert finetuning.write_records(path, rows) == count
-    spec = {
-        "input_ids": tf.io.FixedLenFeature([2], tf.int64),
-        "weights": tf.io.FixedLenFeature([1], tf.float32),
-        "is_real_example": tf.io.FixedLenFeature([], tf.int64),
-    }
-    return path, spec
-
-
-def test_eval_dataset_covers_every_record_once_then_zero_rows(tmp_path):
-    path, spec = _records(tmp_path, 5)
-    batches = list(finetuning.records_dataset(path, spec, 2, is_training=False, num_batches=3))
-    assert [b["input_ids"].dtype for b in batches] == [tf.int32] * 3
-    ids = np.concatenate([b["input_ids"].numpy() for b in batches])
-    np.testing.assert_array_equal(ids, [[1, 11], [2, 12], [3, 13], [4, 14], [5, 15], [0, 0]])
-    np.testing.assert_array_equal(np.concatenate([b["is_real_example"] for b in batches]), [1, 1, 1, 1, 1, 0])
-    np.testing.assert_array_equal(
-        np.concatenate([b["weights"] for b in batches])[:, 0], [0.5, 1, 1.5, 2, 2.5, 0]
-    )
-    # The second of two input pipelines reads records 2 and 4, then zero rows.
-    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
-    batches = finetuning.records_dataset(
-        path, spec, 2, is_training=False, input_context=context, num_batches=2
-    )
-    np.testing.assert_array_equal(np.concatenate([b["input_ids"][:, 0] for b in batches]), [2, 4, 0, 0])
-
-
-def test_training_dataset_repeats_every_record_in_full_batches(tmp_path):
-    path, spec = _records(tmp_path, 5)
-    dataset = finetuning.records_dataset(path, spec, 2, is_training=True, seed=3)
-    assert dataset.element_spec["input_ids"].shape == (2, 2)
-    # Shuffled after the repeat (the original's order), so epochs mix in the buffer of 100.
-    seen = np.concatenate([b["input_ids"][:, 0].numpy() for b in dataset.take(10)])
-    assert len(seen) == 20 and set(seen) == {1, 2, 3, 4, 5}
-
-
-def test_records_are_absent_after_a_failed_write(tmp_path):
-    def rows():
-        yield {"input_ids": [1]}
-        raise RuntimeError("conversion failed")
-
-    with pytest.raises(RuntimeError):
-        finetuning.write_records(str(tmp_path / "train.tf_record"), rows())
-    assert os.listdir(tmp_path) == []
 
 
 _MIRRORED = """
@@ -126,7 +75,7 @@ sys.path.insert(0, os.getcwd())
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from bert_tf.tasks.classifier import ClassifierOptions, run_classifier
+from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
 results = run_classifier(ClassifierOptions(**json.loads(sys.argv[1])))
 print(json.dumps({"replicas": tf.distribute.MirroredStrategy().num_replicas_in_sync,
                   "eval": results["eval"], "predict": results["predict"].tolist()}))
@@ -175,8 +124,8 @@ def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
     import keras
 
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classifier import BertClassifier
-    from bert_tf.tasks.tagging import BertTagger
+    from bert_tf.tasks.classifier.task import BertClassifier
+    from bert_tf.tasks.tagging.task import BertTagger
 
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     ids = np.array([[101, 3899, 1037, 102, 0]], np.int32)
@@ -190,24 +139,3 @@ def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
         assert logits.dtype == "float32"
         # bfloat16 keeps 8 bits of mantissa in the encoder; the head adds no rounding of its own.
         np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), exact(inputs)["logits"], atol=2e-2)
-
-
-_WRITE_RECORDS = """
-import sys
-from bert_tf.tasks.finetuning import write_records
-features = [{"input_ids": [101, 7, 102], "input_mask": [1, 1, 1], "segment_ids": [0, 0, 0], "label_ids": [i],
-             "is_real_example": [1]} for i in range(3)]
-write_records(sys.argv[1], features)
-"""
-
-
-def test_feature_records_are_the_same_bytes_in_every_process(tmp_path):
-    """A `tf.train.Example`'s features are a map, which protobuf wrote in an order that changed
-    from one process to the next: two runs of a tool gave other bytes."""
-    outputs = []
-    for run, seed in enumerate(("1", "2", "3")):
-        path = tmp_path / f"run{run}.tf_record"
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        subprocess.run([sys.executable, "-c", _WRITE_RECORDS, str(path)], env=env, check=True, timeout=120)
-        outputs.append(path.read_bytes())
-    assert outputs[0] == outputs[1] == outputs[2]

@@ -20,12 +20,14 @@ threshold (`best_*_thresh`, the value to pass to `run_squad.py --null_score_diff
 """
 
 import collections
+import dataclasses
 import json
 import logging
 import re
 import string
 
-from bert_tf.files import open_file
+from bert_tf.files import atomic_output, check_output_path, open_file
+from bert_tf.options import option
 
 logger = logging.getLogger(__name__)
 
@@ -300,3 +302,41 @@ def evaluate_files(
         return evaluate_v1(dataset, predictions)
     na_probs = _read_json(na_prob_file, "no-answer probabilities file") if na_prob_file else None
     return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+
+
+@dataclasses.dataclass
+class EvaluateOptions:
+    """The flags of `tools/evaluate_squad.py` (the official scripts' options), and its two
+    arguments, the data file and the predictions file (no flags)."""
+
+    version_2_with_negative: bool = option(False, "SQuAD 2.0 rules (unanswerable questions).")
+    na_prob_file: str = option(None, "SQuAD 2.0: no-answer scores per question (null_odds.json).")
+    na_prob_thresh: float = option(1.0, 'SQuAD 2.0: answer "" where the no-answer score exceeds this.')
+    out_file: str = option(None, "Write the JSON here instead of printing it.")
+    data_file: str = None
+    prediction_file: str = None
+
+
+def run_evaluate(options):
+    """`evaluate_files` of `EvaluateOptions`, printed (or written to `out_file`) as the official
+    scripts' JSON (`tools/evaluate_squad.py`).
+
+    Returns:
+      The scores.
+    """
+    if options.out_file:
+        check_output_path(options.out_file, "--out_file")
+    result = evaluate_files(
+        options.data_file,
+        options.prediction_file,
+        options.version_2_with_negative,
+        options.na_prob_file,
+        options.na_prob_thresh,
+    )
+    text = json.dumps(result, indent=2 if options.version_2_with_negative else None)
+    if options.out_file:
+        with atomic_output(options.out_file) as tmp, open_file(tmp, "w") as writer:
+            writer.write(text + "\n")
+    else:
+        print(text)
+    return result

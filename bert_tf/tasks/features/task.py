@@ -1,56 +1,10 @@
-"""Feature extraction like the original's `extract_features.py`: per-token encoder activations.
-
-Input: a text file, one example a line, `text_a` or `text_a ||| text_b`.
-Output: JSON lines, one per input line, in the original's structure:
-`{"linex_index": i, "features": [{"token": t, "layers": [{"index": -1, "values": [...]}, ...]}]}`
-with a feature for every real token ([CLS] and [SEP] included) and values rounded to 6 places.
-"""
+"""Feature extraction's model side: per-token encoder activations of the chosen layers."""
 
 import collections
-import dataclasses
-import json
-import re
 
 import numpy as np
 
-from bert_tf.files import atomic_output, exists, isdir, open_file, original_line
-from bert_tf.text.packing import pack_inputs
-
-_PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
-
-
-@dataclasses.dataclass
-class InputExample:
-    """One input line: `text_b` is None for a single sequence."""
-
-    unique_id: int
-    text_a: str
-    text_b: str = None
-
-
-def read_examples(input_file):
-    """Yields the `InputExample`s of a file (local or `gs://...`), one per line (the line
-    stripped, as the original).
-
-    Bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` does.
-
-    Raises:
-      ValueError: The file does not exist, or it is empty (where the original writes an empty
-        output): raised at the first read, so an output being written from it is not replaced.
-    """
-    if not exists(input_file) or isdir(input_file):
-        raise ValueError(f"{input_file}: no such input file")
-    unique_id = -1
-    with open_file(input_file, "rb") as reader:
-        for unique_id, line in enumerate(reader):
-            line = original_line(line).decode("utf-8", "ignore").strip()
-            match = _PAIR_SEPARATOR.match(line)
-            if match:
-                yield InputExample(unique_id, match.group(1), match.group(2))
-            else:
-                yield InputExample(unique_id, line)
-    if unique_id < 0:
-        raise ValueError(f"{input_file}: the input file is empty (one example a line)")
+from bert_tf.tasks.features.data import convert_example
 
 
 def _batches(iterable, batch_size):
@@ -93,15 +47,7 @@ def extract_features(model, tokenizer, examples, max_seq_length, layer_indexes, 
         )
     bert = getattr(model, "bert", model)
     for batch in _batches(examples, batch_size):
-        packed = [
-            pack_inputs(
-                tokenizer.tokenize(example.text_a),
-                tokenizer.tokenize(example.text_b) if example.text_b else None,
-                max_seq_length,
-                tokenizer,
-            )
-            for example in batch
-        ]
+        packed = [convert_example(example, tokenizer, max_seq_length) for example in batch]
         # Every batch is padded to `batch_size` rows, so the compiled forward pass (Keras'
         # predict function: a tf.function, or jit on JAX) is traced once.
         padding = [[0] * max_seq_length] * (batch_size - len(packed))
@@ -123,17 +69,3 @@ def extract_features(model, tokenizer, examples, max_seq_length, layer_indexes, 
                 ]
                 features.append(collections.OrderedDict(token=token, layers=layers))
             yield collections.OrderedDict(linex_index=example.unique_id, features=features)
-
-
-def write_jsonl(records, output_file):
-    """Writes records as JSON lines through a temporary file renamed into place.
-
-    Returns:
-      The number of records written.
-    """
-    count = 0
-    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
-        for record in records:
-            writer.write(json.dumps(record) + "\n")
-            count += 1
-    return count

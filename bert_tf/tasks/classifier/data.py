@@ -1,4 +1,5 @@
-"""Sentence and sentence-pair classification: the original's `run_classifier.py`.
+"""Sentence and sentence-pair classification data: the original's `run_classifier.py` processors and
+features.
 
 - Data: the original's processors (`cola`, `mnli` with the matched dev set, `mrpc`, `xnli`) with
   its files, columns, header skipping, guids and label lists, plus `tsv`/`csv` for users' own data
@@ -7,44 +8,24 @@
   longest-first, segment ids, zero padding, `label_id`, `is_real_example`), written one record per
   example to `train.tf_record`, `eval.tf_record`, `predict.tf_record` with the original's feature
   names (and, only with `--use_tpu`, padded with fake examples to whole batches, as the original).
-- Model: `BertClassifier`, the original's head: dropout 0.1 on the pooled output in training,
-  `logits = pooled @ output_weights^T + output_bias` with `output_weights` [num_labels, H] and
-  `output_bias` [num_labels] at the top level of the checkpoint (no scope), as the original's.
-- Task: the mean cross entropy over the real examples; `eval_accuracy` and `eval_loss` weighted
-  by `is_real_example`, as the original's `metric_fn`.
-- Outputs: `eval_results.txt` and `test_results.tsv` (one row of class probabilities per
-  example) in `--output_dir`; optionally a SavedModel (`export_dir`) returning `probabilities`
-  and the `label` they pick.
 """
 
 import csv
 import dataclasses
-import functools
 import logging
 import os
 
-import keras
-from keras import ops
-
-from bert_tf.files import atomic_output, isfile, open_file, original_line
-from bert_tf.modeling import BertModel
-from bert_tf.modeling.dropout import Dropout
-from bert_tf.modeling.heads import create_output_weights, output_logits
-from bert_tf.modeling.losses import negative_log_likelihood
-from bert_tf.modeling.serialization import BertConfigured
-from bert_tf.tasks.finetuning import FinetuningOptions, FinetuningRunner, write_records
+from bert_tf.data.records import write_records
+from bert_tf.files import isfile, open_file, original_line
 from bert_tf.text.packing import pack_inputs
 
 logger = logging.getLogger(__name__)
 
-# The original's dropout on the pooled output (keep_prob 0.9), whatever the config says.
-CLASSIFIER_DROPOUT = 0.1
-TEST_RESULTS = "test_results.tsv"
-
 
 @dataclasses.dataclass
 class InputExample:
-    """One example: `text_b` is None for a single sentence; `label` is a string of the label list.
+    """One example: `text_b` is None for a single sentence; `label` is a string of the label list
+    (None for a row to predict that has no label column).
 
     `input_file` and `line_number` say where it was read (None for an example made in code);
     they name the place in an error and take no part in comparing examples.
@@ -86,6 +67,9 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
       min_columns: Columns the first row (and so every row) must have at least: one past the
         last the task reads.
 
+    Bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` does, with a
+    warning naming the file, the first such line (the header is line 1) and their number.
+
     Returns:
       A list of (line number, row) with each row a list of strings, the header included; the
       line number is the file's line where the row ends.
@@ -97,8 +81,19 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
     if not isfile(input_file):
         raise ValueError(f"{input_file}: no such file")
     quoting = csv.QUOTE_NONE if quotechar is None else csv.QUOTE_MINIMAL
+    not_utf8 = []  # the numbers of the file's lines that are not UTF-8
+
+    def decoded(numbered_lines):
+        for number, line in numbered_lines:
+            line = original_line(line)
+            try:
+                yield line.decode("utf-8")
+            except UnicodeDecodeError:
+                not_utf8.append(number)
+                yield line.decode("utf-8", "ignore")  # as the original's convert_to_unicode
+
     with open_file(input_file, "rb") as f:
-        rows = (original_line(line).decode("utf-8", "ignore") for line in f)
+        rows = decoded(enumerate(f, start=1))
         reader = csv.reader(rows, delimiter=delimiter, quotechar=quotechar, quoting=quoting)
         lines = []
         for line in reader:
@@ -110,6 +105,15 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
                 source = "" if num_columns is not None else " (as the header)"
                 raise ValueError(f"{where}: {len(line)} columns, expected {expected}{source}")
             lines.append((reader.line_num, line))
+    if not_utf8:
+        logger.warning(
+            "%s: %d line%s not UTF-8 (the first is line %d); %s invalid bytes are dropped",
+            input_file,
+            len(not_utf8),
+            " is" if len(not_utf8) == 1 else "s are",
+            not_utf8[0],
+            "its" if len(not_utf8) == 1 else "their",
+        )
     return lines
 
 
@@ -326,7 +330,7 @@ class TableProcessor(DataProcessor):
                 f"{set_type}-{i}",
                 line[text_a],
                 line[text_b] if text_b is not None else None,
-                line[label] if label is not None else self.get_labels()[0],
+                line[label] if label is not None else None,
                 path,
                 line_number,
             )
@@ -379,7 +383,7 @@ def check_label(example, label_list):
       ValueError: An unknown label; the message names the file and line the example was read
         from (its guid for an example made in code).
     """
-    if example.label not in label_list:
+    if example.label is not None and example.label not in label_list:
         where = f"{example.input_file}:{example.line_number}" if example.input_file else example.guid
         raise ValueError(f"{where}: label {example.label!r} is not one of the labels {label_list}")
 
@@ -403,14 +407,17 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     check_label(example, label_list)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
     packed = pack_inputs(tokenizer.tokenize(example.text_a), tokens_b, max_seq_length, tokenizer)
-    label_id = label_list.index(example.label)
+    # An example to predict without a label gets id 0, as the original's placeholder labels.
+    label_id = 0 if example.label is None else label_list.index(example.label)
     if ex_index < 5:
+        label = (
+            "none (an example to predict)" if example.label is None else f"{example.label} (id = {label_id})"
+        )
         logger.info(
-            "*** Example *** guid: %s | tokens: %s | label: %s (id = %d)",
+            "*** Example *** guid: %s | tokens: %s | label: %s",
             example.guid,
             " ".join(packed["tokens"]),
-            example.label,
-            label_id,
+            label,
         )
     return InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label_id)
 
@@ -448,196 +455,3 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
             }
 
     return write_records(output_file, records())
-
-
-@keras.saving.register_keras_serializable(package="bert_tf")
-class BertClassifier(BertConfigured, keras.Model):
-    """`BertModel` plus the original's classification head (module docstring).
-
-    Inputs: the dict of int [batch, seq] `input_ids`, `input_mask`, `segment_ids` (other
-    features are ignored).
-    Outputs: float32 `logits`, `probabilities` and `log_probs` [batch, num_labels].
-
-    Args:
-      config: A `BertConfig` (or its dict).
-      num_labels: The number of classes.
-      dtype: The dtype policy (e.g. "mixed_bfloat16"); the head computes in float32.
-    """
-
-    def __init__(self, config, num_labels, name="bert_classifier", dtype=None, **kwargs):
-        super().__init__(config, name=name, dtype=dtype, **kwargs)
-        config = self.config
-        self.num_labels = num_labels
-        self.bert = BertModel(config, dtype=self.dtype_policy)
-        # Created here, outside any layer's scope: the original's top-level names.
-        self.output_weights, self.output_bias = create_output_weights(num_labels, config.hidden_size)
-        self.dropout = Dropout(CLASSIFIER_DROPOUT, dtype=self.dtype_policy)
-        self.built = True
-
-    def get_config(self):
-        config = super().get_config()
-        config["num_labels"] = self.num_labels
-        return config
-
-    def call(self, inputs, training=False):
-        pooled_output = self.dropout(self.bert(inputs, training=training)["pooled_output"], training=training)
-        logits = output_logits(pooled_output, self.output_weights, self.output_bias)
-        return {
-            "logits": logits,
-            "probabilities": ops.softmax(logits, axis=-1),
-            "log_probs": ops.log_softmax(logits, axis=-1),
-        }
-
-
-class ClassifierTask:
-    """The classifier's loss and metrics for `bert_tf.training.step`.
-
-    The loss is the mean cross entropy over the real examples (all of a training batch, as the
-    original's `reduce_mean`); `accuracy` and `example_loss` are weighted by `is_real_example`,
-    written to `eval_results.txt` as the original's `eval_accuracy` and `eval_loss`.
-
-    Args:
-      config: A `BertConfig`.
-      num_labels: The number of classes.
-      dtype: The model's dtype policy.
-    """
-
-    metric_names = ("accuracy", "example_loss")
-    eval_keys = {"accuracy": "eval_accuracy", "example_loss": "eval_loss"}
-    loss_epsilons = (0.0,)
-
-    def __init__(self, config, num_labels, dtype=None):
-        self.model = BertClassifier(config, num_labels, dtype=dtype)
-
-    @staticmethod
-    def loss_denominators(batch):
-        """`[sum(is_real_example)]`."""
-        return [ops.sum(ops.cast(batch["is_real_example"], "float32"))]
-
-    @staticmethod
-    def loss_terms(outputs, batch):
-        """(`[sum(w * nll)]`, `{"accuracy": ..., "example_loss": ...}`) with w = `is_real_example`."""
-        weights = ops.cast(batch["is_real_example"], "float32")
-        labels = ops.cast(batch["label_ids"], "int32")
-        weighted_nll = ops.sum(weights * negative_log_likelihood(outputs["log_probs"], labels))
-        correct = ops.cast(ops.argmax(outputs["logits"], axis=-1) == labels, "float32")
-        real = ops.sum(weights)
-        return [weighted_nll], {
-            "accuracy": (ops.sum(weights * correct), real),
-            "example_loss": (weighted_nll, real),
-        }
-
-
-@dataclasses.dataclass
-class ClassifierOptions(FinetuningOptions):
-    """The flags of `tools/run_classifier.py`: the common ones, then the classifier's."""
-
-    task_name: str = None
-    data_dir: str = None
-    text_a_column: str = "sentence"
-    text_b_column: str = None
-    label_column: str = "label"
-    labels: str = None
-
-
-def _pad_for_tpu(examples, batch_size):
-    """The original pads eval and predict sets to whole batches with fake examples on TPU only."""
-    return examples + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]
-
-
-def write_test_results(probabilities, output_file):
-    """`test_results.tsv`: one line per example, its class probabilities tab-separated (as the
-    original prints NumPy float32s)."""
-    import numpy as np
-
-    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
-        for row in probabilities:
-            writer.write("\t".join(str(np.float32(p)) for p in row) + "\n")
-
-
-def run_classifier(options):
-    """Trains, evaluates, predicts and exports as the original's `run_classifier.py` does
-    (`tools/run_classifier.py`).
-
-    Every input file is read, and every label checked, before the first record is written;
-    every record is written before the first training step.
-
-    Returns:
-      `{"train": metrics or None, "eval": results or None, "predict": probabilities or None,
-      "export": the SavedModel version directory or None}`.
-
-    Raises:
-      ValueError: Bad flags or input, naming the flag, file or line.
-    """
-    runner = FinetuningRunner(options)  # the original's checks first, in its order
-    processor = get_processor(
-        options.task_name,
-        options.data_dir,
-        options.text_a_column,
-        options.text_b_column,
-        options.label_column,
-        options.labels,
-    )
-    if not options.data_dir:
-        raise ValueError("--data_dir is required")
-    label_list = processor.get_labels()
-    spec = name_to_features(options.max_seq_length)
-    out = options.output_dir
-
-    def read(get_examples, set_name=None):
-        set_examples = get_examples(options.data_dir)
-        if set_name and not set_examples:  # (the training set's count is checked by its steps)
-            raise ValueError(f"--data_dir={options.data_dir}: the {set_name} set has no examples")
-        for example in set_examples:
-            check_label(example, label_list)
-        return set_examples
-
-    examples = {}  # mode -> (examples, record file)
-    if options.do_train:
-        train_examples = read(processor.get_train_examples)
-        runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
-        examples["train"] = (train_examples, "train.tf_record")
-    if options.do_eval:
-        eval_examples = read(processor.get_dev_examples, "dev")
-        if options.use_tpu:
-            eval_examples = _pad_for_tpu(eval_examples, options.eval_batch_size)
-        examples["eval"] = (eval_examples, "eval.tf_record")
-    if options.do_predict:
-        predict_examples = read(processor.get_test_examples, "test")
-        num_actual_predict_examples = len(predict_examples)
-        if options.use_tpu:
-            predict_examples = _pad_for_tpu(predict_examples, options.predict_batch_size)
-        examples["predict"] = (predict_examples, "predict.tf_record")
-
-    records = {}  # mode -> (file, number of records)
-    for mode, (mode_examples, name) in examples.items():
-        path = os.path.join(out, name)
-        file_based_convert_examples_to_features(
-            mode_examples, label_list, options.max_seq_length, runner.tokenizer, path
-        )
-        records[mode] = (path, len(mode_examples))
-
-    results = {"train": None, "eval": None, "predict": None, "export": None}
-    num_labels = len(label_list)
-    if options.do_train:
-        train_file, num_train_examples = records["train"]
-        task = runner.build(ClassifierTask, num_labels)
-        results["train"] = runner.train(task, train_file, spec, num_train_examples)
-    if options.do_eval:
-        task = runner.build(ClassifierTask, num_labels)
-        eval_file, num_records = records["eval"]
-        results["eval"] = runner.evaluate(task, eval_file, spec, num_records)
-    if options.do_predict:
-        model = runner.build(BertClassifier, num_labels)
-        runner.restore(model)
-        predict_file, num_records = records["predict"]
-        outputs = runner.predict(model, predict_file, spec, num_records, ["probabilities"])
-        probabilities = outputs["probabilities"][:num_actual_predict_examples]
-        if runner.distribution.is_chief:
-            write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
-        results["predict"] = probabilities
-    if options.export_dir:
-        # Every signature returns the probabilities and the name of the most probable class.
-        factory = functools.partial(BertClassifier, num_labels=num_labels)
-        results["export"] = runner.export(factory, ("probabilities",), (label_list, "probabilities", "label"))
-    return results

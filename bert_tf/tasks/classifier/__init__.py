@@ -1,0 +1,1 @@
+"""Sentence (pair) classification, the original's `run_classifier.py`."""

@@ -1,0 +1,168 @@
+"""`run_classifier`: the original's `run_classifier.py` (`tools/run_classifier.py`), its options and
+its run: train, evaluate, predict and export through the runner every job uses.
+
+Outputs in `--output_dir`: `eval_results.txt`; `test_results.tsv` (the original's: one row of
+class probabilities per example, no header) and `test_predictions.tsv` (a header, then per
+example its guid, the predicted label and each label's probability under its name); optionally a
+SavedModel (`--export_dir`) returning `probabilities` and the `label` they pick.
+"""
+
+import dataclasses
+import functools
+import logging
+import os
+
+from bert_tf.files import atomic_output, open_file
+from bert_tf.options import option
+from bert_tf.tasks.classifier.data import (
+    PaddingInputExample,
+    check_label,
+    file_based_convert_examples_to_features,
+    get_processor,
+    name_to_features,
+)
+from bert_tf.tasks.classifier.task import BertClassifier, ClassifierTask
+from bert_tf.training.options import FinetuningOptions
+from bert_tf.training.runner import Runner
+
+logger = logging.getLogger(__name__)
+
+TEST_RESULTS = "test_results.tsv"
+TEST_PREDICTIONS = "test_predictions.tsv"
+
+
+@dataclasses.dataclass
+class ClassifierOptions(FinetuningOptions):
+    """The flags of `tools/run_classifier.py`: the common ones, then the classifier's."""
+
+    task_name: str = option(
+        None, "The task: cola, mnli, mrpc, xnli (the original's), or tsv/csv.", required=True
+    )
+    data_dir: str = option(None, "The input data dir, with the task's .tsv files.", required=True)
+    text_a_column: str = option("sentence", "tsv/csv: the header name of the text column.")
+    text_b_column: str = option(None, "tsv/csv: the header name of the second text of a pair.")
+    label_column: str = option("label", "tsv/csv: the header name of the label column.")
+    labels: str = option(
+        None, "tsv/csv: the labels, comma-separated (default: those of train.tsv/csv, sorted)."
+    )
+
+
+def _pad_for_tpu(examples, batch_size):
+    """The original pads eval and predict sets to whole batches with fake examples on TPU only."""
+    return examples + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]
+
+
+def write_test_results(probabilities, output_file):
+    """`test_results.tsv`: one line per example, its class probabilities tab-separated (as the
+    original prints NumPy float32s)."""
+    import numpy as np
+
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
+        for row in probabilities:
+            writer.write("\t".join(str(np.float32(p)) for p in row) + "\n")
+
+
+def write_test_predictions(examples, probabilities, label_list, output_file):
+    """`test_predictions.tsv`: a header `guid`, `label`, then the labels' names; then per example
+    its guid, the name of its most probable label and each label's probability (as
+    `test_results.tsv` prints them)."""
+    import numpy as np
+
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
+        writer.write("\t".join(["guid", "label", *label_list]) + "\n")
+        for example, row in zip(examples, probabilities, strict=True):
+            best = label_list[int(np.argmax(row))]
+            writer.write("\t".join([example.guid, best, *(str(np.float32(p)) for p in row)]) + "\n")
+
+
+def run_classifier(options):
+    """Trains, evaluates, predicts and exports as the original's `run_classifier.py` does
+    (`tools/run_classifier.py`).
+
+    Every input file is read, and every label checked, before the first record is written;
+    every record is written before the first training step.
+
+    Returns:
+      `{"train": metrics or None, "eval": results or None, "predict": probabilities or None,
+      "export": the SavedModel version directory or None}`.
+
+    Raises:
+      ValueError: Bad flags or input, naming the flag, file or line.
+    """
+    runner = Runner.for_finetuning(options)
+    tokenizer = runner.pretrained.tokenizer()
+    processor = get_processor(
+        options.task_name,
+        options.data_dir,
+        options.text_a_column,
+        options.text_b_column,
+        options.label_column,
+        options.labels,
+    )
+    if not options.data_dir:
+        raise ValueError("--data_dir is required")
+    label_list = processor.get_labels()
+    spec = name_to_features(options.max_seq_length)
+    out = options.output_dir
+
+    def read(get_examples, set_name=None):
+        set_examples = get_examples(options.data_dir)
+        if set_name and not set_examples:  # (the training set's count is checked by its steps)
+            raise ValueError(f"--data_dir={options.data_dir}: the {set_name} set has no examples")
+        for example in set_examples:
+            check_label(example, label_list)
+        return set_examples
+
+    examples = {}  # mode -> (examples, record file)
+    if options.do_train:
+        train_examples = read(processor.get_train_examples)
+        runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
+        examples["train"] = (train_examples, "train.tf_record")
+    if options.do_eval:
+        eval_examples = read(processor.get_dev_examples, "dev")
+        if options.use_tpu:
+            eval_examples = _pad_for_tpu(eval_examples, options.eval_batch_size)
+        examples["eval"] = (eval_examples, "eval.tf_record")
+    if options.do_predict:
+        predict_examples = read(processor.get_test_examples, "test")
+        num_actual_predict_examples = len(predict_examples)
+        if options.use_tpu:
+            predict_examples = _pad_for_tpu(predict_examples, options.predict_batch_size)
+        examples["predict"] = (predict_examples, "predict.tf_record")
+
+    records = {}  # mode -> (file, number of records)
+    for mode, (mode_examples, name) in examples.items():
+        path = os.path.join(out, name)
+        file_based_convert_examples_to_features(
+            mode_examples, label_list, options.max_seq_length, tokenizer, path
+        )
+        records[mode] = (path, len(mode_examples))
+
+    results = {"train": None, "eval": None, "predict": None, "export": None}
+    num_labels = len(label_list)
+    if options.do_train:
+        train_file, num_train_examples = records["train"]
+        task = runner.build(ClassifierTask, num_labels)
+        results["train"] = runner.train_records(task, train_file, spec, num_train_examples)
+    if options.do_eval:
+        task = runner.build(ClassifierTask, num_labels)
+        eval_file, num_records = records["eval"]
+        results["eval"] = runner.evaluate_records(task, eval_file, spec, num_records)
+    if options.do_predict:
+        model = runner.build(BertClassifier, num_labels)
+        runner.restore(model)
+        predict_file, num_records = records["predict"]
+        outputs = runner.predict_records(model, predict_file, spec, num_records, ["probabilities"])
+        probabilities = outputs["probabilities"][:num_actual_predict_examples]
+        if runner.distribution.is_chief:
+            write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
+            actual_examples = predict_examples[:num_actual_predict_examples]
+            write_test_predictions(
+                actual_examples, probabilities, label_list, os.path.join(out, TEST_PREDICTIONS)
+            )
+        results["predict"] = probabilities
+    if options.export_dir:
+        # Every signature returns the probabilities and the name of the most probable class.
+        factory = functools.partial(BertClassifier, num_labels=num_labels)
+        results["export"] = runner.export(factory, ("probabilities",), (label_list, "probabilities", "label"))
+    return results

@@ -1,0 +1,1 @@
+"""Per-token activations, the original's `extract_features.py`."""

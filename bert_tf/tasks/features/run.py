@@ -1,0 +1,106 @@
+"""`run_extract_features`: the original's `extract_features.py` (`tools/extract_features.py`), its
+options and its run: per-token activations of the chosen encoder layers, as JSON lines."""
+
+import contextlib
+import dataclasses
+import logging
+
+from bert_tf import files
+from bert_tf.checkpoints.pretrained import open_pretrained
+from bert_tf.options import option
+from bert_tf.progress import Progress
+from bert_tf.tasks.features.data import read_examples, write_jsonl
+from bert_tf.tasks.features.task import extract_features
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class FeaturesOptions:
+    """The flags of `tools/extract_features.py`: the original's."""
+
+    input_file: str = option(
+        None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').", required=True
+    )
+    output_file: str = option(None, "JSON lines file to write.", required=True)
+    layers: str = option("-1,-2,-3,-4", "Comma-separated encoder layer indexes (negative: from the top).")
+    bert_config_file: str = option(None, "The bert_config.json of the checkpoint.", required=True)
+    max_seq_length: int = option(128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    init_checkpoint: str = option(
+        None,
+        "The model's weights: a Google checkpoint (prefix or directory) or a .keras file.",
+        required=True,
+    )
+    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
+    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
+    batch_size: int = option(32, "Examples per forward pass.")
+    use_tpu: bool = option(False, "Run on the Cloud TPU at --master (a TPUStrategy).")
+    master: str = option(None, "With --use_tpu: the TPU's address, e.g. grpc://10.240.1.2:8470.")
+    num_tpu_cores: int = option(8, "With --use_tpu: TPU cores (TensorFlow 2 uses all the TPU has).")
+    use_one_hot_embeddings: bool = option(
+        False,
+        "Accepted for the original's command lines: it chose the original's TPU embedding lookup, "
+        "which gives the same values as the gather used here.",
+    )
+
+    def layer_indexes(self):
+        """`--layers` as a list of ints.
+
+        Raises:
+          ValueError: `--layers` is not comma-separated integers.
+        """
+        try:
+            return [int(x) for x in self.layers.split(",")]
+        except ValueError:
+            raise ValueError(f"--layers must be comma-separated integers, got {self.layers!r}") from None
+
+
+def _with_progress(records):
+    progress = Progress("extract_features", rate_of="examples")
+    for count, record in enumerate(records, start=1):
+        progress.update(examples=count)
+        yield record
+    progress.done()
+
+
+def run_extract_features(options):
+    """Writes the features of every line of `--input_file` to `--output_file`, as the original.
+
+    Returns:
+      The number of examples written.
+
+    Raises:
+      ValueError: Bad flags or input, naming the flag or file.
+    """
+    layer_indexes = options.layer_indexes()
+    if options.batch_size < 1:
+        raise ValueError(f"--batch_size must be at least 1, got {options.batch_size}")
+    files.check_output_path(options.output_file, "--output_file")
+    scope = contextlib.nullcontext()
+    if options.use_tpu:
+        from bert_tf.training.distribution import create_distribution
+
+        tpu = create_distribution("tpu", master=options.master, num_tpu_cores=options.num_tpu_cores)
+        scope = tpu.strategy.scope()
+    pretrained = open_pretrained(
+        options.bert_config_file,
+        options.vocab_file,
+        options.do_lower_case,
+        options.init_checkpoint,
+        options.max_seq_length,
+    )
+    with scope:  # a model made under a strategy's scope predicts through it
+        model, report = pretrained.model()
+        if report is not None:
+            logger.info("%s", report)
+        records = extract_features(
+            model,
+            pretrained.tokenizer(),
+            read_examples(options.input_file),
+            options.max_seq_length,
+            layer_indexes,
+            options.batch_size,
+        )
+        count = write_jsonl(_with_progress(records), options.output_file)
+    print(f"Wrote features of {count} examples to {options.output_file}")
+    return count

@@ -1,0 +1,164 @@
+"""`run_tagger` (`tools/run_tagger.py`): its options and its run: train, evaluate (`eval_accuracy`
+over words, `eval_loss` per labelled word, entity-level `eval_precision`, `eval_recall`, `eval_f1`),
+predict (`eval_predictions.txt`, `test_predictions.txt` in CoNLL format) and export (a SavedModel
+returning each token's label), through the runner every job uses.
+"""
+
+import dataclasses
+import functools
+import logging
+import os
+
+from bert_tf.files import atomic_output, isfile, open_file
+from bert_tf.options import option
+from bert_tf.tasks.tagging.data import (
+    convert_examples_to_features,
+    name_to_features,
+    read_conll,
+    word_predictions,
+    write_conll,
+    write_features,
+)
+from bert_tf.tasks.tagging.metrics import entity_scores
+from bert_tf.tasks.tagging.task import BertTagger, TaggingTask
+from bert_tf.training.options import FinetuningOptions
+from bert_tf.training.runner import Runner
+
+logger = logging.getLogger(__name__)
+
+EVAL_PREDICTIONS = "eval_predictions.txt"
+TEST_PREDICTIONS = "test_predictions.txt"
+# The labels, in the order of the head's outputs, that the model in --output_dir was trained on.
+LABELS_FILE = "labels.txt"
+
+
+@dataclasses.dataclass
+class TaggingOptions(FinetuningOptions):
+    """The flags of `tools/run_tagger.py`: the common ones, then the tagger's."""
+
+    train_file: str = option(None, "CoNLL-style training file (token first, tag last column).")
+    eval_file: str = option(None, "CoNLL-style dev file, for --do_eval.")
+    predict_file: str = option(None, "CoNLL-style file to tag (the tag column may be absent).")
+    labels: str = option(
+        None, "The tags, comma-separated, in the model's order (default: those of --train_file, sorted)."
+    )
+
+
+def _label_list(options, train_examples):
+    """`--labels` in order, else the tags of the training file, sorted."""
+    if options.labels:
+        labels = [label.strip() for label in options.labels.split(",") if label.strip()]
+        if not labels:
+            raise ValueError(f"--labels={options.labels!r} names no label")
+        if repeated := sorted({label for label in labels if labels.count(label) > 1}):
+            raise ValueError(f"--labels names {', '.join(repeated)} more than once")
+        return labels
+    if train_examples is None:
+        if not options.train_file:
+            raise ValueError("--labels is required without --train_file (the checkpoint's labels, in order)")
+        train_examples = read_conll(options.train_file, "train")
+    return sorted({tag for example in train_examples for tag in example.tags})
+
+
+def _check_trained_labels(output_dir, label_list):
+    """Raises a ValueError if `output_dir` holds the labels of a model trained on others (a
+    head's outputs are only positions: other labels would rename every prediction)."""
+    path = os.path.join(output_dir, LABELS_FILE)
+    if not isfile(path):
+        return
+    with open_file(path) as f:
+        trained = f.read().split("\n")[:-1]
+    if trained != label_list:
+        raise ValueError(
+            f"the labels ({','.join(label_list)}) are not those the model in --output_dir was "
+            f"trained on, in their order ({','.join(trained)}, from {path}): pass those as --labels"
+        )
+
+
+def run_tagger(options):
+    """Trains, evaluates and predicts a tagger (`tools/run_tagger.py`).
+
+    Every input file is read and converted, and the training steps checked, before the first
+    record is written; every record is written before the first training step. The labels are
+    `--labels` in order, else the tags of the training file, sorted.
+
+    Returns:
+      `{"train": metrics or None, "eval": results or None, "predict": predicted label lists or
+      None, "export": the SavedModel version directory or None}`.
+
+    Raises:
+      ValueError: Bad flags or input, naming the flag, file or line.
+    """
+    for mode, flag in (("train", "train_file"), ("eval", "eval_file"), ("predict", "predict_file")):
+        if getattr(options, f"do_{mode}") and not getattr(options, flag):
+            raise ValueError(f"--do_{mode} needs --{flag}")
+    runner = Runner.for_finetuning(options)
+    tokenizer = runner.pretrained.tokenizer()
+    train_examples = read_conll(options.train_file, "train") if options.do_train else None
+    eval_examples = read_conll(options.eval_file, "dev") if options.do_eval else None
+    predict_examples = (
+        read_conll(options.predict_file, "test", require_tags=False) if options.do_predict else None
+    )
+    for flag, examples in (("eval_file", eval_examples), ("predict_file", predict_examples)):
+        if examples == []:  # only blank and -DOCSTART- lines
+            raise ValueError(f"{getattr(options, flag)}: no sentence")
+    label_list = _label_list(options, train_examples)
+    logger.info("Labels: %s", " ".join(label_list))
+    _check_trained_labels(options.output_dir, label_list)
+    spec = name_to_features(options.max_seq_length)
+
+    converted = {}  # mode -> (features, record file)
+    for mode, examples in (("train", train_examples), ("eval", eval_examples), ("predict", predict_examples)):
+        if examples is not None:
+            features = convert_examples_to_features(examples, label_list, options.max_seq_length, tokenizer)
+            if mode == "train":
+                runner.num_train_steps(len(features), options.train_file)
+            converted[mode] = (features, os.path.join(options.output_dir, f"{mode}.tf_record"))
+    for features, path in converted.values():
+        write_features(features, path)
+    if options.do_train and runner.distribution.is_chief:
+        labels_file = os.path.join(options.output_dir, LABELS_FILE)
+        with atomic_output(labels_file) as tmp, open_file(tmp, "w") as writer:
+            writer.write("".join(f"{label}\n" for label in label_list))
+
+    results = {"train": None, "eval": None, "predict": None, "export": None}
+    num_labels = len(label_list)
+
+    def predict(model, examples, mode):
+        features, path = converted[mode]
+        outputs = runner.predict_records(model, path, spec, len(features), ["predictions"])
+        return word_predictions(examples, features, outputs["predictions"], label_list)
+
+    if options.do_train:
+        features, path = converted["train"]
+        task = runner.build(TaggingTask, num_labels)
+        results["train"] = runner.train_records(task, path, spec, len(features))
+    if options.do_eval:
+        features, path = converted["eval"]
+
+        def entity_results(model):
+            predicted = predict(model, eval_examples, "eval")
+            if runner.distribution.is_chief:
+                write_conll(eval_examples, predicted, os.path.join(options.output_dir, EVAL_PREDICTIONS))
+            scores = entity_scores([example.tags for example in eval_examples], predicted)
+            return {f"eval_{name}": scores[name] for name in ("precision", "recall", "f1")}
+
+        task = runner.build(TaggingTask, num_labels)
+        results["eval"] = runner.evaluate_records(
+            task, path, spec, len(features), more_results=entity_results
+        )
+    if options.do_predict:
+        model = runner.build(BertTagger, num_labels)
+        runner.restore(model)
+        predicted = predict(model, predict_examples, "predict")
+        if runner.distribution.is_chief:
+            write_conll(predict_examples, predicted, os.path.join(options.output_dir, TEST_PREDICTIONS))
+        results["predict"] = predicted
+    if options.export_dir:
+        # Per token, the probabilities and the most probable label's name; the text signatures
+        # also return the tokens, against which a word's label is that of its first piece.
+        factory = functools.partial(BertTagger, num_labels=num_labels)
+        results["export"] = runner.export(
+            factory, ("probabilities",), (label_list, "probabilities", "labels"), text_tokens=True
+        )
+    return results
