@@ -8,11 +8,14 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
+# setuptools' build backend prints a banner about editable installs on every `pip install -e`.
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet
+
 # Re-installs only when setup.py changes; otherwise a no-op.
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,beam]'
+	$(PIP) --upgrade pip
+	$(PIP) -e '.[test,beam]'
 	touch $(STAMP)
 
 # ruff's checks and formatting; `make test` runs it first.
@@ -31,14 +34,14 @@ test-all: install
 	$(PYTEST) tests
 
 $(VENV)/.demo-installed: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,beam,demo]'
+	$(PIP) -e '.[test,beam,demo]'
 	touch $@
 
 demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,beam,bench]'
+	$(PIP) -e '.[test,beam,bench]'
 	touch $@
 
 bench: install $(VENV)/.bench-installed

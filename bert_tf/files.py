@@ -3,7 +3,7 @@
 A path with a scheme (`gs://bucket/...`, `hdfs://...`, `ram://...`) is handled by
 `tf.io.gfile`, as the original does all its I/O through `tf.gfile`; TensorFlow is imported only
 then. A local path uses Python's own `open`/`os`/`glob`, so the pretraining-data worker
-processes, which read local corpora, never load TensorFlow (~2 s and ~600 MB each).
+processes, which read local corpora, never load TensorFlow (its start-up time and memory).
 
 Outputs are written under a temporary name beside the final one and renamed into place
 (`atomic_output`). On a local disk the rename is atomic: a reader sees the old file or the whole

@@ -48,7 +48,7 @@ def portable():
 
     For graphs saved to run on other machines: a TensorFlow Serving build without oneDNN would
     run `layer_norm`'s form as an unfused batch normalisation, slower than the generic one
-    (4.5 against 1.7 ms for a [1024, 768] float32 input on the 2-core machine).
+    (benchmarks/RESULTS.md).
     """
     token = _portable.set(True)
     try:
@@ -65,8 +65,8 @@ def layer_norm(x, gamma, beta, epsilon):
     over the H features), with unit scale and zero offset made by `Fill`, then `* gamma + beta`.
     Constant folding would turn the `Fill`s of a statically shaped input into constants, which
     the pattern does not match; the row count passes through `placeholder_with_default`, which
-    constant folding leaves alone. A [1024, 768] float32 LayerNorm takes ~0.7 ms as one oneDNN
-    kernel, ~1.7 ms as TensorFlow's element-wise ops (BUILD_NOTES.md, "Performance").
+    constant folding leaves alone. One oneDNN kernel is faster than TensorFlow's element-wise
+    ops (BUILD_NOTES.md, "Performance"; the figures in benchmarks/RESULTS.md).
 
     Args:
       x: float32 [..., H] of rank 2 or 3 (the rewrite's condition).

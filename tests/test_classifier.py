@@ -1,4 +1,4 @@
-"""The classifier (issue 21): the original's processors and features on hand-written files and
+"""The classifier: the original's processors and features on hand-written files and
 hand-checked token lists, the head's names, a fine-tuned checkpoint in the original's layout
 against the float64 NumPy reference, and tools/run_classifier.py end to end on the bundled
 keyword task (learning from the random google_tiny weights, its output files, the export).
@@ -558,7 +558,7 @@ def test_an_example_to_predict_without_a_label_is_logged_without_one(tokenizer, 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, fixtures_dir):
     """tools/run_classifier.py on the bundled keyword task, its dev set replaced by the training
-    set (accuracy on its own training data), from google_tiny's random weights. About 40 s.
+    set (accuracy on its own training data), from google_tiny's random weights.
     These settings reached accuracy 1.0 for each of 16 seeds (and 6 with XLA); at 1e-3 and 10
     epochs 2 seeds of 8 stayed at chance."""
     workdir = tmp_path_factory.mktemp("classifier")

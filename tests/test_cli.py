@@ -49,7 +49,7 @@ def run_python(code, *args, timeout=300):
     )
 
 
-# Each run starts TensorFlow: ~5 s.
+# Each run starts TensorFlow.
 # None: the default. "3": set by a parent that imported bert_tf.cli (make demo runs the tools
 # from such a process); the lines TensorFlow writes while loading ignore the level.
 @pytest.mark.parametrize("level", [None, "3"], ids=["unset", "inherited 3"])

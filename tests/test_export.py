@@ -7,7 +7,7 @@ bodies, and its outputs are compared with the original's reference outputs, with
 see the max abs difference of each comparison.
 
 The module takes about a minute on 2 cores: four exports (5-15 s each, one through the tool), two
-fresh client processes and three failing tool runs (~6 s each, mostly importing TensorFlow).
+fresh client processes and three failing tool runs.
 """
 
 import base64

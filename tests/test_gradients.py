@@ -157,7 +157,7 @@ print("GRADIENTS", json.dumps(found))
 
 
 def test_jax_gradients_under_jit(batch, finite_differences):
-    # About 20 s: a fresh process imports JAX and TensorFlow and compiles the gradient.
+    # A fresh process imports JAX and TensorFlow and compiles the gradient.
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     result = subprocess.run(
         [sys.executable, "-c", _JAX_SCRIPT.format(repo=REPO), json.dumps(coordinates(batch))],

@@ -2,7 +2,7 @@
 
 The tests that run Beam are skipped (the reason is printed in pytest's summary) only when the
 `beam` extra is not installed; `make test` installs it. Each DirectRunner run starts two worker
-processes: ~5 s.
+processes.
 """
 
 import collections

@@ -211,7 +211,7 @@ def test_sigterm_ends_an_evaluation_at_its_next_batch(workdir, uninterrupted):
 
 
 def test_an_input_described_by_relative_paths_is_the_same_input():
-    """Runs of bert_tf before stop 44 described their input files as given, relative or not:
+    """Runs of older versions of bert_tf described their input files as given, relative or not:
     resuming one continues its input position."""
     from bert_tf.training.checkpointing import _same_input
 
@@ -803,3 +803,16 @@ def test_make_demos_loss_curve_reads_the_events_without_a_deprecation_warning(un
     assert [step for step, _ in points] == list(range(5, 41, 5))
     for step, loss in points:
         assert loss == pytest.approx(progress[step], abs=1e-4), step
+
+
+def test_evaluating_a_checkpoint_without_the_heads_warns_that_they_are_random(workdir, tmp_path, caplog):
+    from bert_tf import BertModel, save_google_checkpoint
+
+    encoder = tmp_path / "encoder" / "bert_model.ckpt"
+    save_google_checkpoint(BertModel(BertConfig(**TINY)), str(encoder))
+    flags = _flags(workdir, tmp_path / "out", 10, do_train=False, do_eval=True, max_eval_steps=1)
+    with caplog.at_level("INFO"):
+        run_pretraining(PretrainingOptions(**dict(flags, init_checkpoint=str(encoder))))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "has no cls/predictions/transform/dense/kernel" in warnings[0]
+    assert "they are random, and so are the outputs that depend on them" in warnings[0]

@@ -149,7 +149,7 @@ def synthetic_squad(num_questions, seed=0):
 
 
 def test_learns_synthetic_squad_from_random_weights(fixtures_dir, tmp_path):
-    # About 25 s: 100 steps of batch 16 on the 2-layer model, then predict.
+    # 100 steps of batch 16 on the 2-layer model, then predict.
     data, answers = synthetic_squad(64)
     train_file = tmp_path / "train.json"
     train_file.write_text(json.dumps(data))
@@ -254,7 +254,6 @@ def read_records(path, spec):
 
 
 def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
-    # About 15 s.
     data_file = os.path.join(DATA, "squad-v2.0.json")
     output_dir = tmp_path / "out"
     shape = ["--max_seq_length=64", "--doc_stride=24", "--max_query_length=16"]

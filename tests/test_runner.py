@@ -84,7 +84,7 @@ print(json.dumps({"replicas": tf.distribute.MirroredStrategy().num_replicas_in_s
 
 def test_eval_and_predict_on_two_replicas_match_the_reference(tmp_path, fixtures_dir):
     """32 dev and 16 test examples in batches of 6: the last batch of each holds padding rows,
-    which a replica may get only of; outputs come back in file order. About 15 s."""
+    which a replica may get only of; outputs come back in file order."""
     prefix = str(tmp_path / "original" / "model.ckpt-77")
     weights = ff.write_original_finetuned_checkpoint(prefix, 2, 77, seed=5)
     output_dir = tmp_path / "mirrored"

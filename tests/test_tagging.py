@@ -268,7 +268,7 @@ def test_head_names_and_the_untrained_pooler(fixtures_dir):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, fixtures_dir):
     """tools/run_tagger.py on the bundled names task, evaluated on its own training file, from
-    google_tiny's random weights. About 30 s. These settings reached F1 1.0 for each of 14
+    google_tiny's random weights. These settings reached F1 1.0 for each of 14
     seeds (and 4 with XLA)."""
     workdir = tmp_path_factory.mktemp("tagger")
     output_dir = workdir / "output"

@@ -6,7 +6,7 @@ r"""Exports a BERT checkpoint as a versioned SavedModel for TF Serving.
 
 Writes `<export_dir>/<version>/` (the next free integer version unless --version is given)
 with the signatures serving_default, text, text_pair, tf_example and, with --with_heads,
-pretraining (README.md documents their inputs and outputs).
+pretraining (docs/serving.md documents their inputs and outputs).
 """
 
 from bert_tf import cli

@@ -8,7 +8,7 @@ the same input, vocab, flags, seed and shard size the examples are exactly scale
 the files they are in differ. The workers count documents, instances, tokens and masked tokens
 in Beam metrics, which the launcher reads back into a `Summary` when the pipeline ends.
 
-Runners: the DirectRunner (local processes), Dataflow, Flink and Spark (README.md, "Pretraining
+Runners: the DirectRunner (local processes), Dataflow, Flink and Spark (docs/pretraining.md, "Pretraining
 data", gives their command lines). Importing this module needs Apache Beam (`bert_tf[beam]`).
 `pipeline.create_pretraining_data` calls this module for `--runner`; it builds on `shards.py`
 alone, never on `pipeline.py`.

@@ -2,8 +2,8 @@
 
 The schema is the original's, features in its order: `input_ids`, `input_mask`, `segment_ids`,
 `masked_lm_positions`, `masked_lm_ids` (int64 lists), `masked_lm_weights` (float list),
-`next_sentence_labels` (one int64). The proto is encoded here directly, which is several
-times faster than building `tf.train.Example` objects; `tests/test_pretraining_examples.py`
+`next_sentence_labels` (one int64). The proto is encoded here directly, which is faster
+than building `tf.train.Example` objects; `tests/test_pretraining_examples.py`
 checks the bytes with `tf.io.parse_single_example`.
 """
 

@@ -27,8 +27,8 @@ def sparse_softmax_cross_entropy(logits, labels):
     The value and the gradient are those of a fused softmax cross-entropy, computed from one
     softmax: the row maximum `m` has probability `exp(m - logsumexp)`, at least 1 / C, so
     `logsumexp = m - log(max(softmax))` stays exact where a probability underflows. On
-    TensorFlow's CPU kernels this is about 2.4x faster than `sparse_softmax_cross_entropy_with_logits`
-    over the [batch * 20, 30522] masked-LM logits, forward and backward (BUILD_NOTES.md).
+    TensorFlow's CPU kernels this is faster than `sparse_softmax_cross_entropy_with_logits` over
+    the masked-LM logits, forward and backward (BUILD_NOTES.md; benchmarks/RESULTS.md).
 
     Args:
       logits: float [..., C].

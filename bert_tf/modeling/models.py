@@ -71,9 +71,8 @@ class BertPretrainer(BertConfigured, TrainingForms, keras.Model):
         config: A `BertConfig` (or its dict).
         heads_only: Output the heads' four tensors only. The last encoder layer is then
           computed at [CLS] and the masked positions alone (every position still serves as its
-          keys and values), which is all the heads read: the same values, and a BERT-base
-          training step at seq 128 with 20 predictions does about 6% less work. The
-          pretraining task trains this way.
+          keys and values), which is all the heads read: the same values, and less work for
+          the last layer. The pretraining task trains this way.
         name: Top-level scope (no variable path includes it).
         """
         super().__init__(config, name=name, **kwargs)

@@ -67,8 +67,8 @@ def _icu_lower_case_gaps():
 
     TensorFlow's ICU has older case tables than Python's Unicode database: with Python 3.11 and
     TensorFlow 2.21, the 40 capitals Unicode 14 added (U+2C2F, U+A7C0, U+A7D0, U+A7D6, U+A7D8,
-    Vithkuqi U+10570-U+10595). Found by lower-casing every such character both ways (0.1 s, once
-    per process), so another pair of versions gets its own list.
+    Vithkuqi U+10570-U+10595). Found by lower-casing every such character both ways (once per
+    process), so another pair of versions gets its own list.
     """
     capitals = [
         c

@@ -12,7 +12,7 @@ The rules, from the original code (BUILD_NOTES.md, "Tokenizer", lists the ones e
    more than 200 characters, or one that cannot be covered, becomes "[UNK]".
 
 Everything after step 2 depends only on the word, so words are memoised: a corpus repeats its
-words, and the cache makes the tokenizer several times faster without changing its output.
+words, and the cache makes the tokenizer faster without changing its output.
 Setting an attribute the output depends on (`do_lower_case`, `vocab`, `unk_token`,
 `max_input_chars_per_word`, a `FullTokenizer`'s `basic_tokenizer` or `wordpiece_tokenizer`)
 empties the memos that depend on it; changing the vocabulary dict in place does not.

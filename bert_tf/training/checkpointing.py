@@ -90,7 +90,7 @@ def latest_checkpoint(directory):
 
 def _same_input(saved, current):
     """Whether two input descriptions (JSON objects) describe the same input: a description
-    written with relative paths (by bert_tf before stop 44) names the files as seen from here."""
+    written with relative paths (by older versions of bert_tf) names the files as seen from here."""
     try:
         saved, current = json.loads(saved), json.loads(current)
     except ValueError:

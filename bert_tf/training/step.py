@@ -55,9 +55,8 @@ def _xla_compiled(fn):
 def _xla_compiled_update(assign_rule):
     """The optimizer's `assign_rule(gradient, variable, m, v, learning_rate, **options)` as an
     XLA-compiled function of the variables themselves: XLA writes the next values over their
-    buffers, where values it returned would be new buffers that TensorFlow assigns afterwards
-    (BERT-base's update with clipping on a CPU: 130 -> 88 ms). One trace serves every variable of
-    a shape.
+    buffers, where values it returned would be new buffers that TensorFlow assigns afterwards.
+    One trace serves every variable of a shape.
 
     `variable` is a plain variable: under tf.distribute, the component that
     `strategy.extended.update` passes. The moments passed are their components on its device (a
@@ -193,7 +192,7 @@ class TrainStep:
     """Builds `train(iterator, num_steps)`: `num_steps` distributed training steps in one call.
 
     Args:
-      task: The task (e.g. `bert_tf.training.pretraining.PretrainingTask`): its `model`,
+      task: The task (e.g. `bert_tf.tasks.pretraining.task.PretrainingTask`): its `model`,
         `loss_denominators(batch)`, `loss_epsilons`, `loss_terms(outputs, batch)` and
         `metric_names`.
       optimizer: A Keras optimizer whose `update_step` is the update rule (e.g.
@@ -208,13 +207,12 @@ class TrainStep:
       compile_elementwise: Compile the step's element-wise computations with XLA (unless the
         strategy is a TPU's, which compiles the whole step): the optimizer's update rule (where
         the optimizer has `compile_update`), whose ops, the clipping factor included, become one
-        loop per variable, reading the parameter, gradient and moments once (BERT-base's update
-        with clipping on a CPU: about 0.9 -> 0.25 s); and the layers' training forms (every
-        layer with `compile_training_form`): GELU's forward and backward one pass each (a
-        BERT-base intermediate layer forward and backward at batch 8 on a CPU: ~9.5 ms less wall
-        time and ~20 ms less CPU time, about 0.1 s wall a step), LayerNorm's, the residual
-        sum included, a loop or two each way, dropout's, one loop each way, and the
-        transposed kernel the intermediate layer's input gradient multiplies by.
+        loop per variable, reading the parameter, gradient and moments once; and the layers'
+        training forms (where the model has `compile_training_forms`,
+        `bert_tf.modeling.training_forms`): GELU's forward and backward one pass each,
+        LayerNorm's, the residual sum included, a loop or two each way, dropout's, one loop
+        each way, and the transposed kernel the intermediate layer's input gradient multiplies
+        by (the figures in benchmarks/RESULTS.md).
     """
 
     def __init__(

@@ -1,0 +1,23 @@
+"""`make install`'s pip command, as the Makefile runs it: no setuptools banner on the way."""
+
+import os
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EDITABLE = "-e '.[test,beam]'"
+
+
+def test_make_install_prints_no_setuptools_banner(tmp_path):
+    """setuptools' build backend printed a dozen-line BuildBackendWarning ("Editable
+    installation ... Please be careful with folders ...") on every editable install."""
+    recipe = subprocess.run(
+        ["make", "-n", "-B", "install"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    (line,) = [line for line in recipe.splitlines() if EDITABLE in line]
+    # The same command, installing bert_tf alone into a prefix of its own (the project's
+    # environment is left as it is).
+    command = line.replace(EDITABLE, f"--no-deps -e . --prefix {tmp_path / 'prefix'}")
+    result = subprocess.run(command, shell=True, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "BuildBackendWarning" not in result.stdout + result.stderr
+    assert list((tmp_path / "prefix").glob("lib/python*/site-packages/__editable__.bert_tf-*.pth"))
