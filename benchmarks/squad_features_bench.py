@@ -10,7 +10,7 @@ punctuation attached), each answer a 1-3 word span of its paragraph. Timed with 
 tokenizer (empty word memos), best of three: reading the JSON (`read_squad_examples`),
 converting the predict examples and the training examples (`convert_examples_to_features`,
 doc_stride 128, max_query_length 64), writing the training features as the original's records
-(`finetuning.write_records`: `tf.train.Example`s in a TFRecord file), and the prediction writer's
+(`bert_tf.data.records.write_records`: `tf.train.Example`s in a TFRecord file), and the prediction writer's
 work (`compute_predictions`, n_best_size 20, max_answer_length 30) on logits shaped like a
 trained model's: normal with standard deviation 3 in the document window, -20 elsewhere.
 """

@@ -151,12 +151,15 @@ def _send_signal_later(signum, seconds=0.05):
 
 def _log_plainly():
     """Python logging as `LEVEL message` lines on stderr, in place of absl's handler (which
-    prefixes each line with a date, a thread id and a source line)."""
+    prefixes each line with a date, a thread id and a source line), at absl's `--verbosity`
+    (INFO by default; `--verbosity=-1` keeps warnings and errors only)."""
     from absl import logging as absl_logging
+    from absl.logging import converter
 
     root = logging.getLogger()
     root.removeHandler(absl_logging.get_absl_handler())
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    level = converter.absl_to_standard(absl_logging.get_verbosity())
+    logging.basicConfig(level=level, format="%(levelname)s %(message)s")
 
 
 _HELP_FLAGS = ("help", "h", "?", "helpshort", "helpfull")

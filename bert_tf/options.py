@@ -11,8 +11,6 @@ processes that import neither absl's flags nor TensorFlow.
 """
 
 import dataclasses
-import inspect
-import sys
 
 
 def option(default, help, choices=None, required=False):
@@ -35,14 +33,7 @@ def flag_fields(options_class):
     return [field for field in dataclasses.fields(options_class) if "help" in field.metadata]
 
 
-def _calling_module():
-    """The name absl gives the module that called `define_flags` (its key flags, which `--help`
-    lists): the script's path for `__main__`, as absl names a tool's own flags."""
-    name = inspect.currentframe().f_back.f_back.f_globals.get("__name__", "")
-    return sys.argv[0] if name == "__main__" else name
-
-
-def define_flags(options_class, omit=(), helps=None, **defaults):
+def define_flags(options_class, omit=()):
     """Defines an absl flag for every `option` field of `options_class`, as flags of the module
     that calls this (so that its `--help` lists them).
 
@@ -50,20 +41,19 @@ def define_flags(options_class, omit=(), helps=None, **defaults):
       options_class: An options dataclass (e.g. `bert_tf.training.options.TrainingOptions`).
       omit: Options the tool has no flag for (the original's tool has none and nothing reads
         them); they keep their defaults.
-      helps: None, or `{option: help}` where the tool's original words a flag otherwise.
-      **defaults: Defaults that differ from the fields' (e.g. SQuAD's `max_seq_length=384`).
 
     Raises:
-      ValueError: A default, a help or an omission for a field that is not an option.
+      ValueError: An omission of a field that is not an option.
     """
     from absl import flags
 
-    helps = helps or {}
+    # The flags are the caller's key flags, not this module's (absl attributes a flag to the
+    # first module on the stack that has not disclaimed them).
+    flags.disclaim_key_flags()
     fields = flag_fields(options_class)
-    unknown = sorted((set(defaults) | set(omit) | set(helps)) - {field.name for field in fields})
+    unknown = sorted(set(omit) - {field.name for field in fields})
     if unknown:
         raise ValueError(f"define_flags: {options_class.__name__} has no options {unknown}")
-    module_name = _calling_module()
     define = {
         str: flags.DEFINE_string,
         int: flags.DEFINE_integer,
@@ -74,19 +64,14 @@ def define_flags(options_class, omit=(), helps=None, **defaults):
     for field in fields:
         if field.name in omit:
             continue
-        if field.name in defaults:
-            default = defaults[field.name]
-        elif field.default_factory is not dataclasses.MISSING:
-            default = field.default_factory()
-        else:
-            default = field.default
-        help_text, choices = helps.get(field.name, field.metadata["help"]), field.metadata["choices"]
+        default = field.default_factory() if field.default is dataclasses.MISSING else field.default
+        help_text, choices = field.metadata["help"], field.metadata["choices"]
         if field.metadata["required"]:
             help_text += " (required)"
         if choices:
-            flags.DEFINE_enum(field.name, default, list(choices), help_text, module_name=module_name)
+            flags.DEFINE_enum(field.name, default, list(choices), help_text)
         else:
-            define[field.type](field.name, default, help_text, module_name=module_name)
+            define[field.type](field.name, default, help_text)
         if field.metadata["required"]:
             flags.mark_flag_as_required(field.name)
 

@@ -65,7 +65,7 @@ def test_mrpc_reads_the_originals_columns_guids_and_labels(tmp_path):
         InputExample("train-1", "He said.", "She said.", "1"),
         InputExample("train-2", "a", "b", "0"),
     ]
-    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "x y", "z", "0")]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "x y", "z", None)]
 
 
 def test_mnli_guid_from_column_0_texts_8_and_9_label_last_matched_dev(tmp_path):
@@ -97,7 +97,7 @@ def test_mnli_guid_from_column_0_texts_8_and_9_label_last_matched_dev(tmp_path):
         InputExample("dev_matched-9", "premise 9", "hypothesis 9", "entailment")
     ]
     assert processor.get_test_examples(str(tmp_path)) == [
-        InputExample("test-3", "premise 3", "hypothesis 3", "contradiction")
+        InputExample("test-3", "premise 3", "hypothesis 3", None)
     ]
 
 
@@ -111,7 +111,7 @@ def test_cola_train_has_no_header_test_has_one(tmp_path):
         InputExample("train-0", "Our friends won't buy it.", None, "1"),
         InputExample("train-1", "Bad.", None, "0"),
     ]
-    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "A test.", None, "0")]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "A test.", None, None)]
 
 
 def test_xnli_trains_on_multinli_zh_and_evaluates_the_zh_dev_rows(tmp_path):
@@ -268,6 +268,15 @@ def test_the_flag_checks_come_in_the_originals_order(tmp_path):
     with pytest.raises(ValueError, match=r"^at least one of --do_train"):
         run_classifier(_options(tmp_path, DEMO, do_train=False, task_name="nope"))
     assert not (tmp_path / "out").exists()
+
+
+def test_export_alone_needs_weights_to_export(tmp_path):
+    options = _options(tmp_path, DEMO, do_train=False, init_checkpoint=None, export_dir=str(tmp_path / "e"))
+    with pytest.raises(
+        ValueError, match=r"^--export_dir alone exports a trained model: give --init_checkpoint"
+    ):
+        run_classifier(options)
+    assert not (tmp_path / "e").exists() and not (tmp_path / "out").exists()
 
 
 def test_an_unknown_label_names_its_file_and_line_before_anything_is_written(tmp_path, fixtures_dir):
@@ -652,6 +661,19 @@ def test_exported_text_pair_signature_gives_the_tools_probabilities(trained):
     assert [label.decode() for label in outputs["label"].numpy()] == [str(np.argmax(row)) for row in expected]
     single = loaded.signatures["text"](text=tf.constant([rows[0][3]]))
     assert single["probabilities"].shape == (1, 2) and single["label"].shape == (1,)
+
+
+def test_query_saved_model_answers_as_the_tool_did(trained):
+    from bert_tf.export.query import QueryOptions, query_saved_model
+
+    workdir, output_dir, _ = trained
+    with open(os.path.join(DEMO, "test.tsv"), encoding="utf-8") as f:
+        row = [line.rstrip("\n").split("\t") for line in f][1]
+    got = query_saved_model(QueryOptions(export_dir=str(workdir / "export"), text=row[3], text_b=row[4]))
+    expected = [float(p) for p in (output_dir / "test_results.tsv").read_text().splitlines()[0].split("\t")]
+    assert sorted(got) == ["label", "probabilities"]
+    np.testing.assert_allclose(got["probabilities"], expected, rtol=0, atol=1e-6)
+    assert got["label"] == str(np.argmax(expected))  # a string output of one example
 
 
 def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):

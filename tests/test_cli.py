@@ -396,7 +396,8 @@ def test_a_tool_takes_the_originals_flags_with_its_defaults(helps, tool):
         if default is None:
             assert our_default is None, (tool, name, our_default)
         elif isinstance(default, (bool, str)):
-            assert our_default == str(default).lower() if isinstance(default, bool) else default, (tool, name)
+            want = str(default).lower() if isinstance(default, bool) else default
+            assert our_default == want, (tool, name, our_default, want)
         else:
             assert type(default)(our_default) == default, (tool, name, our_default, default)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import converter, reference
+from bert_tf.checkpoints import converter, pretrained, reference
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel
 from tests import model_fixtures as mf
@@ -146,7 +146,7 @@ def test_bad_inputs_are_errors_naming_them_before_any_output(fixtures_dir, tmp_p
             one.writestr(name, content)
     with pytest.raises(ValueError, match=r"one\.keras: its weights file holds 39 weights, .* has 23: "):
         converter.keras_to_google(str(tmp_path / "one.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
-    assert converter.load_keras_bert(str(tmp_path / "two.keras")).config.num_hidden_layers == 2
+    assert pretrained.load_keras_bert(str(tmp_path / "two.keras")).config.num_hidden_layers == 2
     with pytest.raises(ValueError, match=r"d\.keras: a directory, not a Keras model saved as \.keras"):
         converter.keras_to_google(str(tmp_path / "d.keras"), str(tmp_path / "ckpt" / "bert_model.ckpt"))
     with pytest.raises(ValueError, match=r"d\.keras: a directory, not a bert_config\.json file"):

@@ -6,8 +6,8 @@ bodies, and its outputs are compared with the original's reference outputs, with
 `serving_default` on `FullTokenizer`'s ids, or with the float64 NumPy reference. Run with `-s` to
 see the max abs difference of each comparison.
 
-The module takes about a minute on 2 cores: four exports (5-15 s each, one through the tool), two
-fresh client processes and three failing tool runs.
+The module makes four exports (one through the tool), and runs two fresh client processes and
+three failing tool runs.
 """
 
 import base64
@@ -815,6 +815,14 @@ def test_query_names_what_it_cannot_do(moved_export, tmp_path):
         (dict(signature="text_pair", text="a"), "the text_pair signature needs --text and --text_b"),
         (dict(input_ids="101,x"), r"--input_ids must be comma-separated integers, got '101,x'"),
         (dict(input_ids="101,102", input_mask="1"), "--input_mask has 1 values, --input_ids 2"),
+        (
+            dict(signature="pretraining", input_ids="101,102", masked_lm_positions="1"),
+            "--masked_lm_positions has 1 values; the pretraining signature takes 20",
+        ),
+        (
+            dict(input_ids="101,102", masked_lm_positions="1"),
+            "the serving_default signature takes no masked_lm",
+        ),
     ):
         with pytest.raises(ValueError, match=message):
             _query(moved_export, **flags)

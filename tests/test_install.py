@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EDITABLE = "-e '.[test,beam]'"
@@ -14,10 +15,15 @@ def test_make_install_prints_no_setuptools_banner(tmp_path):
         ["make", "-n", "-B", "install"], cwd=REPO, capture_output=True, text=True, check=True, timeout=60
     ).stdout
     (line,) = [line for line in recipe.splitlines() if EDITABLE in line]
-    # The same command, installing bert_tf alone into a prefix of its own (the project's
-    # environment is left as it is).
-    command = line.replace(EDITABLE, f"--no-deps -e . --prefix {tmp_path / 'prefix'}")
+    # The same command in an environment of its own, installing bert_tf alone (pip would
+    # uninstall the project's own editable install to reinstall it anywhere else).
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    command = line.replace(".venv/bin/python", str(venv / "bin" / "python")).replace(
+        EDITABLE, "--no-deps -e ."
+    )
+    assert command != line and str(venv) in command
     result = subprocess.run(command, shell=True, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "BuildBackendWarning" not in result.stdout + result.stderr
-    assert list((tmp_path / "prefix").glob("lib/python*/site-packages/__editable__.bert_tf-*.pth"))
+    assert list(venv.glob("lib/python*/site-packages/__editable__.bert_tf-*.pth"))

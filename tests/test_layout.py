@@ -1,5 +1,7 @@
-"""The package's shape: no import cycle (imports inside functions count), `training/` knows no
-job, every job has the same modules, and every tool defines its flags from its options."""
+"""The package's shape: no import cycle (a module's own import statements, those inside
+functions included; a package's `__init__`, run by importing any module of it, is not counted as
+imported by them), `training/` knows no job, every job has the same modules, and every tool
+defines its flags from its options."""
 
 import ast
 import io
@@ -12,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "bert_tf")
 JOBS = ("pretraining", "classifier", "squad", "tagging", "features")
 # The words of the jobs' own pieces, which the trainer's code must not name.
-JOB_WORDS = ("masked_lm", "next_sentence", "squad", "classifier", "tagging")
+JOB_WORDS = ("masked_lm", "next_sentence", "squad", "classifier", "tagging", "tagger")
 
 
 def _modules():

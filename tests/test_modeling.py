@@ -492,7 +492,7 @@ def test_inference_with_folded_biases_is_the_reference_layer(rows, fused, fold_a
 def test_inference_runs_the_projections_as_plain_matmuls():
     """In a bfloat16 inference pass TensorFlow's oneDNN rewrite runs a matmul fused with its bias
     as an inner product on the kernel as stored (gemm:jit), a plain matmul on its brgemm kernels
-    (AMX where the CPU has it; 2.2 -> 1.1 ms for a [1024, 768] x [768, 768] product in BERT-base):
+    (AMX where the CPU has it):
     of a layer's matmuls only `intermediate/dense` is fused (GELU with it); `query`, `key`,
     `value`, both output denses and the value bias through the output kernel are plain."""
     layer, _, _ = _transformer_layer_with_large_biases("mixed_bfloat16")

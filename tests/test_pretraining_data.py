@@ -353,8 +353,8 @@ def test_scale_mode_is_reproducible(fixtures_dir, corpus_dir, tmp_path):
 
 
 def test_no_more_worker_processes_than_shards(tmp_path, caplog):
-    # Each spawned worker starts a Python that loads the tokenizer: 16 of them for one shard took
-    # 52 s where one took 4.
+    # Each spawned worker starts a Python that loads the tokenizer: 16 of them for one shard
+    # cost many times what one does.
     with caplog.at_level(logging.INFO, logger="bert_tf.data.pipeline"):
         summary = create_pretraining_data(
             pf.SAMPLE_TEXT, str(tmp_path / "out"), options(dupe_factor=1), num_workers=8

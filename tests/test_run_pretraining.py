@@ -746,8 +746,9 @@ def test_optimizer_state_and_lamb_run(workdir, tmp_path):
 def test_progress_every_30_seconds_whatever_iterations_per_loop(
     workdir, uninterrupted, tmp_path, monkeypatch, capsys
 ):
-    """A block of 1,000 steps (the default --iterations_per_loop) printed one line, at its end: a
-    progress line is now due every PROGRESS_SECONDS (0 here, with calls of one step each)."""
+    """A block of 1,000 steps (the default --iterations_per_loop) printed one line, at its end;
+    a progress line is now due every PROGRESS_SECONDS within it too (0 here, with calls of one
+    step each)."""
     from bert_tf.training import loop
 
     monkeypatch.setattr(loop, "PROGRESS_SECONDS", 0.0)
@@ -772,16 +773,25 @@ def test_the_rate_leaves_out_the_compiling_call_and_calls_grow_to_seconds():
     assert pace.next_call(1000) == 1
     pace.add(1, 20.0)  # tracing and compiling
     assert pace.rate(config) == pytest.approx(8 / 20.0)  # only the compiling call so far
+    now[0] = 2 * loop.PROGRESS_SECONDS
+    assert not pace.progress_due()  # no rate without the compiling call yet
     assert pace.next_call(1000) == 1
     pace.add(1, 0.1)
     assert pace.next_call(1000) == int(loop.CALL_SECONDS / 0.1) and pace.next_call(3) == 3
     pace.add(50, 5.0)
     assert pace.rate(config) == pytest.approx(51 * 8 / 5.1)
-    assert not pace.progress_due()
-    now[0] = loop.PROGRESS_SECONDS
     assert pace.progress_due()
-    pace.progress_shown()
+    pace.block_shown(end_of_block=False)
     assert not pace.progress_due()
+    pace.block_shown(end_of_block=True)  # the next block's rate is its own
+    pace.add(10, 2.0)
+    assert pace.rate(config) == pytest.approx(10 * 8 / 2.0)
+    # Several workers: a block in one call, and its line at its end only.
+    shared = loop._Pace(adaptive=False, clock=lambda: now[0])
+    shared.add(1000, 60.0)
+    shared.add(1000, 30.0)
+    now[0] += 10 * loop.PROGRESS_SECONDS
+    assert shared.next_call(1000) == 1000 and not shared.progress_due()
 
 
 def test_make_demos_loss_curve_reads_the_events_without_a_deprecation_warning(uninterrupted, caplog):

@@ -232,3 +232,43 @@ def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
     assert [w.path for w in loaded.trainable_weights] == [w.path for w in model.trainable_weights]
     for name, value in model(inputs).items():
         np.testing.assert_array_equal(np.asarray(loaded(inputs)[name]), np.asarray(value))
+
+
+_LOAD_OLD_FILES = """
+import json, os, sys
+import keras
+import numpy as np
+import bert_tf.tasks.classifier, bert_tf.tasks.squad, bert_tf.tasks.tagging  # the packages only
+directory = sys.argv[1]
+with open(os.path.join(directory, "outputs.json")) as f:
+    expected = json.load(f)
+ids = np.array([[2, 5, 7, 3]], np.int32)
+inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+worst = {}
+for name, outputs in expected.items():
+    model = keras.models.load_model(os.path.join(directory, name + ".keras"))
+    got = model(inputs)
+    worst[name] = max(float(np.max(np.abs(np.asarray(got[k]) - np.asarray(v)))) for k, v in outputs.items())
+print(json.dumps(worst))
+"""
+
+
+def test_keras_files_saved_before_the_tasks_were_packages_still_load():
+    """The fine-tuned models moved from `bert_tf.tasks.<job>` to `bert_tf.tasks.<job>.task`;
+    importing the package registers each with Keras, as importing the module did."""
+    import os
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_OLD_FILES, os.path.join(repo, "tests", "data", "keras_v0")],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    worst = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(worst) == ["classifier", "squad", "tagger"]
+    assert max(worst.values()) <= 1e-6, worst

@@ -17,8 +17,6 @@ Beam pipeline option (--project, --region, --temp_location, --setup_file, --flin
       --temp_location=gs://bucket/tmp --setup_file=./setup.py --max_num_workers=100
 """
 
-import logging
-
 from absl import app, flags
 
 from bert_tf import cli
@@ -43,7 +41,6 @@ def parse_flags(argv):
 
 
 def main(argv):
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     options = options_from_flags(CreatePretrainingDataOptions)
     summary = run_create_pretraining_data(options, pipeline_args=argv[1:] if options.runner else ())
     print(summary.format())

@@ -75,7 +75,7 @@ def score_pretraining_batch(config_file, checkpoint, tfrecord):
     )
 
 
-# A BERT small enough to pretrain on a CPU in a minute or two.
+# A BERT small enough to pretrain on a CPU in the demo.
 TINY_CONFIG = dict(
     vocab_size=30522,
     hidden_size=64,
@@ -147,7 +147,11 @@ def plot_loss_curve(directory, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps, losses = zip(*read_scalars(directory, "loss"), strict=True)
+    points = read_scalars(directory, "loss")
+    if not points:
+        print(f"No loss was logged in {directory}: no curve drawn")
+        return
+    steps, losses = zip(*points, strict=True)
     figure, axes = plt.subplots(figsize=(6, 3.5))
     axes.plot(steps, losses, marker="o")
     axes.set(xlabel="step", ylabel="loss (masked LM + next sentence)", title="Pretraining a tiny BERT")

@@ -8,13 +8,11 @@ difference of each component is reported.
 import dataclasses
 import logging
 import os
-import zipfile
 
-import h5py
 import keras
 import numpy as np
 
-from bert_tf import errors, files
+from bert_tf import files
 from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import (
     checkpoint_output_prefix,
@@ -23,7 +21,8 @@ from bert_tf.checkpoints.google import (
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
+from bert_tf.checkpoints.pretrained import load_keras_bert, open_pretrained
+from bert_tf.config import ORIGINAL_ACTIVATIONS
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.options import option
 
@@ -160,7 +159,7 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
 
     Args:
       bert_config_file: The checkpoint's `bert_config.json`.
-      init_checkpoint: Checkpoint prefix or directory.
+      init_checkpoint: A Google checkpoint: its prefix, directory, `.index` or `.data` file.
       output: If given, where to write the Keras model: a `.keras` file (the whole model) or
         a `.weights.h5` file (weights only; rebuild with the config). Only written if the
         check passes; written to a temporary name, then renamed.
@@ -177,7 +176,8 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
         if not output.endswith((".keras", ".weights.h5")):
             raise ValueError(f"{output}: the output must end in .keras or .weights.h5")
         files.check_output_path(output, "--output")
-    config = BertConfig.from_json_file(bert_config_file)
+    # The config, and the checkpoint present, complete and of this config's encoder.
+    config = open_pretrained(bert_config_file, init_checkpoint=init_checkpoint).config
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
     model_class = BertPretrainer if all(n in names for n in _HEAD_VARIABLES) else BertModel
@@ -204,51 +204,6 @@ def save_keras(model, output):
             model.save(tmp)
         else:
             model.save_weights(tmp)
-
-
-def load_keras_bert(path):
-    """The bert_tf `BertModel` or `BertPretrainer` saved as a `.keras` file at `path`.
-
-    Raises:
-      ValueError: The file is missing, a directory, not a whole zip archive (where Keras would
-        say it is not found), not a Keras model, another model, or holds more weights than its
-        config's model (Keras would drop them); the message names it.
-    """
-    if not files.exists(path):
-        raise ValueError(f"{path}: no such Keras model file")
-    if files.isdir(path):
-        raise ValueError(f"{path}: a directory, not a Keras model saved as .keras")
-    with files.open_file(path, "rb") as reader:
-        if not zipfile.is_zipfile(reader):
-            raise ValueError(f"{path}: not a Keras model saved as .keras (not a whole zip archive)")
-    try:
-        model = keras.models.load_model(path)
-    except (ValueError, OSError) as e:
-        raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
-    if not isinstance(model, (BertModel, BertPretrainer)):
-        raise ValueError(f"{path}: a {type(model).__name__}, not a bert_tf BertModel or BertPretrainer")
-    stored = _stored_weight_count(path)
-    if stored != len(model.weights):
-        raise ValueError(
-            f"{path}: its weights file holds {stored} weights, the model its config.json describes "
-            f"has {len(model.weights)}: the config does not fit the weights (num_hidden_layers?)"
-        )
-    return model
-
-
-def _stored_weight_count(path):
-    """The number of model weights in the `model.weights.h5` of the `.keras` file at `path`
-    (Keras' `load_model` loads the weights its config's layers name and ignores the others)."""
-    arrays = []
-    # h5py reads the archive's member where it lies (its metadata only), not a copy in memory.
-    with (
-        files.open_file(path, "rb") as reader,
-        zipfile.ZipFile(reader) as archive,
-        archive.open("model.weights.h5") as stored,
-        h5py.File(stored, "r") as weights,
-    ):
-        weights.visititems(lambda name, item: arrays.append(name) if isinstance(item, h5py.Dataset) else None)
-    return sum(1 for name in arrays if name.split("/")[0] != "optimizer")
 
 
 def keras_to_google(keras_model, output_checkpoint):

@@ -155,7 +155,9 @@ def check_complete(prefix, reader=None):
         for name in shapes
         if dtypes[name] != tf.string
     )
-    data_files = files.glob(prefix + ".data-*")
+    data_files = [
+        path for path in files.glob(prefix + ".data-*") if _DATA_OR_INDEX_SUFFIX.search(path[len(prefix) :])
+    ]
     held = sum(files.size(path) for path in data_files)
     if held < needed:
         raise ValueError(

@@ -16,10 +16,13 @@ loads a checkpoint of either kind into a model built from the config.
 
 import dataclasses
 import logging
+import zipfile
 
-from bert_tf import files
+import h5py
+import keras
+
+from bert_tf import errors, files
 from bert_tf.checkpoints import parameters
-from bert_tf.checkpoints.converter import load_keras_bert
 from bert_tf.checkpoints.google import (
     assign_named_values,
     check_complete,
@@ -28,6 +31,7 @@ from bert_tf.checkpoints.google import (
     resolve_checkpoint_prefix,
 )
 from bert_tf.config import BertConfig
+from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.text import tokenization
 
 logger = logging.getLogger(__name__)
@@ -38,6 +42,51 @@ KERAS_SUFFIX = ".keras"
 def is_keras_file(init_checkpoint):
     """Whether `init_checkpoint` names a bert_tf model saved as `.keras`."""
     return init_checkpoint.endswith(KERAS_SUFFIX)
+
+
+def load_keras_bert(path):
+    """The bert_tf `BertModel` or `BertPretrainer` saved as a `.keras` file at `path`.
+
+    Raises:
+      ValueError: The file is missing, a directory, not a whole zip archive (where Keras would
+        say it is not found), not a Keras model, another model, or holds more weights than its
+        config's model (Keras would drop them); the message names it.
+    """
+    if not files.exists(path):
+        raise ValueError(f"{path}: no such Keras model file")
+    if files.isdir(path):
+        raise ValueError(f"{path}: a directory, not a Keras model saved as .keras")
+    with files.open_file(path, "rb") as reader:
+        if not zipfile.is_zipfile(reader):
+            raise ValueError(f"{path}: not a Keras model saved as .keras (not a whole zip archive)")
+    try:
+        model = keras.models.load_model(path)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{path}: not a Keras model saved as .keras ({errors.reason(e)})") from None
+    if not isinstance(model, (BertModel, BertPretrainer)):
+        raise ValueError(f"{path}: a {type(model).__name__}, not a bert_tf BertModel or BertPretrainer")
+    stored = _stored_weight_count(path)
+    if stored != len(model.weights):
+        raise ValueError(
+            f"{path}: its weights file holds {stored} weights, the model its config.json describes "
+            f"has {len(model.weights)}: the config does not fit the weights (num_hidden_layers?)"
+        )
+    return model
+
+
+def _stored_weight_count(path):
+    """The number of model weights in the `model.weights.h5` of the `.keras` file at `path`
+    (Keras' `load_model` loads the weights its config's layers name and ignores the others)."""
+    arrays = []
+    # h5py reads the archive's member where it lies (its metadata only), not a copy in memory.
+    with (
+        files.open_file(path, "rb") as reader,
+        zipfile.ZipFile(reader) as archive,
+        archive.open("model.weights.h5") as stored,
+        h5py.File(stored, "r") as weights,
+    ):
+        weights.visititems(lambda name, item: arrays.append(name) if isinstance(item, h5py.Dataset) else None)
+    return sum(1 for name in arrays if name.split("/")[0] != "optimizer")
 
 
 def check_vocab_and_length(config, vocab_file, max_seq_length):
@@ -130,10 +179,6 @@ class Pretrained:
         """The original's `FullTokenizer` of the vocabulary and case."""
         return tokenization.FullTokenizer(self.vocab_file, self.do_lower_case)
 
-    def load_weights(self, model, strict=False):
-        """Loads `init_checkpoint` into `model` (`load_weights`)."""
-        return load_weights(model, self.init_checkpoint, strict=strict, keras_model=self.keras_model)
-
     def model(self, with_heads=False):
         """The pretrained model itself, with its weights: a `BertModel`, or with `with_heads` a
         `BertPretrainer` (a `.keras` file's model as saved).
@@ -144,8 +189,6 @@ class Pretrained:
         Raises:
           ValueError: The checkpoint lacks what is asked for.
         """
-        from bert_tf.modeling import BertModel, BertPretrainer
-
         if self.keras_model is not None:
             if with_heads and not isinstance(self.keras_model, BertPretrainer):
                 raise ValueError(
@@ -196,6 +239,8 @@ def open_pretrained(
                 f"--init_checkpoint={init_checkpoint}: a Google checkpoint needs --bert_config_file"
             )
         prefix = resolve_checkpoint_prefix(init_checkpoint)
+        if do_lower_case is not None:  # a directory names the released model by its prefix
+            tokenization.validate_case_matches_checkpoint(do_lower_case, prefix)
         reader = open_checkpoint(prefix)
         check_complete(prefix, reader)
         _check_encoder_shapes(prefix, reader.get_variable_to_shape_map(), config)
@@ -216,7 +261,7 @@ def open_pretrained(
     return Pretrained(config, vocab_file, do_lower_case, init_checkpoint, keras_model)
 
 
-def load_weights(model, init_checkpoint, strict=False, allow_unused=True, keras_model=None):
+def load_weights(model, init_checkpoint, strict=False, allow_unused=True):
     """Loads the weights of `init_checkpoint` (module docstring) into `model`, by their names.
 
     Args:
@@ -224,7 +269,6 @@ def load_weights(model, init_checkpoint, strict=False, allow_unused=True, keras_
         head the checkpoint lacks.
       init_checkpoint: A Google checkpoint or a `.keras` file.
       strict, allow_unused: As `bert_tf.checkpoints.load_google_checkpoint`'s.
-      keras_model: The model of a `.keras` `init_checkpoint`, if loaded already.
 
     Returns:
       A `LoadReport`.
@@ -234,7 +278,6 @@ def load_weights(model, init_checkpoint, strict=False, allow_unused=True, keras_
     """
     if not is_keras_file(init_checkpoint):
         return load_google_checkpoint(model, init_checkpoint, strict=strict, allow_unused=allow_unused)
-    keras_model = keras_model or load_keras_bert(init_checkpoint)
-    values = {weight.path: weight.numpy() for weight in keras_model.weights}
+    values = {weight.path: weight.numpy() for weight in load_keras_bert(init_checkpoint).weights}
     shapes = {name: list(value.shape) for name, value in values.items()}
     return assign_named_values(model, init_checkpoint, shapes, values.__getitem__, strict, allow_unused)

@@ -1,4 +1,7 @@
-"""Pretraining data: corpus -> instances -> masked examples -> TFRecords, and the reader."""
+"""TFRecord data: the pretraining data (`create_pretraining_data.py`: corpus -> instances ->
+masked examples -> TFRecords, exact or sharded in `pipeline`, shard by shard in `shards`, on
+Apache Beam in `beam_pipeline`, its options in `options`), its reader (`dataset`), and the
+fine-tuning tasks' feature files (`records`)."""
 
 from bert_tf.data.options import CreatePretrainingDataOptions, PretrainingDataOptions
 from bert_tf.data.pipeline import create_pretraining_data, run_create_pretraining_data

@@ -100,7 +100,7 @@ def _init_worker(options):
 
 def _end_with_parent():
     """Has Linux kill this worker when the tool's process dies: a kill -9 of the tool would
-    otherwise leave its workers running to the end of their shards (about 700 MB each)."""
+    otherwise leave its workers running (and holding their memory) to the end of their shards."""
     parent = multiprocessing.parent_process()
     if parent is None:  # not a worker process (called in the tool's own)
         return

@@ -1,8 +1,9 @@
 """SavedModel export for TF Serving: token-id, raw-text and tf.Example signatures.
 
 `module` holds the export `tf.Module` (any model plus the names of its outputs), `versioning`
-TF Serving's `<export_dir>/<version>` layout written atomically, and `bert` the use of both
-for `BertModel` and `BertPretrainer`.
+TF Serving's `<export_dir>/<version>` layout written atomically, `bert` the use of both for
+`BertModel` and `BertPretrainer` (`tools/export_saved_model.py`), and `query` one signature run
+on one example (`tools/query_saved_model.py`).
 """
 
 from bert_tf.export.bert import PRETRAINING_SIGNATURE, export_bert

@@ -121,12 +121,19 @@ def _signature_inputs(name, options, loaded):
     inputs = _id_inputs(options)
     if name == EXAMPLE_SIGNATURE:
         return {"examples": tf.constant([_example(inputs, int(loaded.max_seq_length.numpy()))])}
+    specs = loaded.signatures[name].structured_input_signature[1]
+    for key, values in inputs.items():
+        if key not in specs:
+            raise ValueError(f"the {name} signature takes no {key} (its inputs: {', '.join(sorted(specs))})")
+        width = specs[key].shape[-1]
+        if width is not None and len(values) != width:
+            raise ValueError(f"--{key} has {len(values)} values; the {name} signature takes {width}")
     return {key: tf.constant([values], tf.int32) for key, values in inputs.items()}
 
 
 def _json_value(tensor):
     """A tensor's one example as JSON: numbers as lists of floats or ints, strings decoded."""
-    value = tensor.numpy()[0]
+    value = np.asarray(tensor.numpy()[0])  # a string output per example is bytes, not an array
     if value.dtype.kind in "SO":
         return np.vectorize(lambda item: item.decode("utf-8"), otypes=[object])(value).tolist()
     return value.tolist()

@@ -114,8 +114,8 @@ def matmul_with_kernel_transpose(x, kernel, transpose):
     kernel read transposed.
 
     For the feed-forward block's [1024, 3072] x [3072, 768] input gradient, TensorFlow's oneDNN
-    runs the product with a transposed right operand at ~80% of the rate of the same product
-    with a contiguous one (BUILD_NOTES.md, "Training"). TensorFlow's graph optimizer
+    runs the product with a transposed right operand slower than the same product with a
+    contiguous one (BUILD_NOTES.md, "Training"). TensorFlow's graph optimizer
     folds a `tf.transpose` feeding a matmul back into the matmul, so `transpose` must be compiled
     apart from the graph (the trainer passes an XLA-compiled one).
 

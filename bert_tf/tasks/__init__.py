@@ -8,5 +8,7 @@ flags, and `run_<job>`), plus host-side modules where a job has them.
 - `tagging`: bert_tf's token tagger (`metrics`: conlleval's entity scores).
 - `features`: `extract_features.py`.
 
-Each trains, evaluates, predicts and exports through `bert_tf.training.runner.Runner`.
+The training jobs train, evaluate, predict and export through
+`bert_tf.training.runner.Runner`; feature extraction loads its model through
+`bert_tf.checkpoints.pretrained` and runs it alone.
 """

@@ -1,9 +1,9 @@
 """Stopping a training run (or an evaluation) on SIGTERM or SIGINT at the next step, not the
 next block.
 
-A block of `iterations_per_loop` steps runs inside one graph call, and Python runs a signal's
-handler only when that call returns: on a GPU or TPU a block of 1,000 BERT-base steps is a
-minute or more, longer than a preempted machine's notice. `StopOnSignal` has the interpreter
+The steps run inside graph calls of many steps each (a whole block of `iterations_per_loop`
+steps on several workers), and Python runs a signal's handler only when a call returns, which
+can take longer than a preempted machine's notice. `StopOnSignal` has the interpreter
 write each signal's number to a pipe (`signal.set_wakeup_fd`, from the C handler, at once); a
 thread reading the pipe sets a variable the step loop reads before every step, so the block
 ends after the step in progress. The loop then saves a checkpoint of that step, and
@@ -11,7 +11,7 @@ ends after the step in progress. The loop then saves a checkpoint of that step, 
 the tool's cleanup), SIGINT with KeyboardInterrupt.
 
 Only where one process trains: a worker of several that stopped alone would leave the others
-waiting in their next all-reduce. There the signal takes effect when the block returns.
+waiting in their next all-reduce. There the signal takes effect when the block's call returns.
 """
 
 import logging

@@ -3,10 +3,11 @@
 `train` resumes automatically: with a checkpoint in the output directory it continues from it
 (weights, optimizer slots, step, input position), else it initialises the weights from
 `init_checkpoint` (weights only, as the original: slots and step start afresh). It runs blocks
-of up to `iterations_per_loop` steps, each in calls of a `tf.function` that runs N steps (N
-grows to about 5 s of steps once a compiled step is timed), logs a progress line after each
-block and at least every 30 s of wall time (its rate leaves out the first call, which compiles),
-writes TensorBoard scalars after each block, saves every `save_checkpoints_steps` steps
+of up to `iterations_per_loop` steps, each in calls of a `tf.function` that runs N steps (on one
+worker N grows to about 5 s of steps once a compiled step is timed; several workers run a block
+in one call), logs a progress line after each block and, on one worker, at least every 30 s of
+wall time (its rate leaves out the first call, which compiles), writes TensorBoard scalars
+after each block, saves every `save_checkpoints_steps` steps
 and at the end, and stops with a one-line error naming the step if a loss is not finite (the
 last checkpoint on disk stays the latest). Running again with a larger `num_train_steps`
 continues to the new total, as the original's Estimator does. SIGTERM or SIGINT ends a
@@ -50,8 +51,8 @@ class LoopConfig:
       global_batch_size: Examples per step over all replicas (for examples/s).
       init_checkpoint: Weights to start from when `output_dir` has no checkpoint.
       save_checkpoints_steps: Save every this many steps (and at the end).
-      iterations_per_loop: Steps per `tf.function` call (the original's TPU loop); metrics
-        are logged after each call.
+      iterations_per_loop: Steps per block (the original's TPU loop): the metrics are logged
+        and written after each block.
       keep_checkpoint_max: Checkpoints kept; 0 keeps all.
       gradient_reduction: "global" or "tpu_original" (`bert_tf.training.step`).
       gradient_accumulation_steps: Micro-batches per step.
@@ -121,48 +122,62 @@ class _Pace:
 
     The first call runs one step: it traces and compiles the step, so it is timed apart and
     left out of the rate. The next runs one step too, to time a compiled step; after that a
-    call runs about `CALL_SECONDS` of steps.
+    call runs about `CALL_SECONDS` of steps, and a progress line is due every `PROGRESS_SECONDS`.
+    The rate is that of the block's calls (the compiling one aside, unless it is all there is).
+
+    With several workers (`adaptive` False) every call runs the rest of the block: each worker
+    must cut its steps into the same calls (the workers' collective ops are matched call by
+    call), and reading the metrics is a collective too, so the progress line comes after each
+    block, as the block's metrics do.
+
+    Args:
+      adaptive: Whether calls are cut to time and progress is shown within a block.
+      clock: The time in seconds (`time.monotonic`; a test's own clock).
     """
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, adaptive=True, clock=time.monotonic):
+        self.adaptive = adaptive
         self.clock = clock
-        self.calls = 0
         self.first_call = None  # (steps, seconds) of the compiling call
-        self.steps = 0  # steps after the first call, and their seconds
-        self.seconds = 0.0
+        self.step_seconds = None  # a compiled step's time, from the latest call
+        self.block = [0, 0.0]  # this block's steps and seconds, the compiling call aside
         self.last_line = clock()
 
     def next_call(self, steps_left):
         """The steps of the next call, at most `steps_left`."""
-        if not self.steps:
+        if not self.adaptive:
+            return steps_left
+        if self.step_seconds is None:
             return 1
-        return max(1, min(steps_left, int(CALL_SECONDS * self.steps / max(self.seconds, 1e-9))))
+        return max(1, min(steps_left, int(CALL_SECONDS / max(self.step_seconds, 1e-9))))
 
     def add(self, steps, seconds):
         """Records a call that ran `steps` steps in `seconds`."""
-        self.calls += 1
         if self.first_call is None:
             self.first_call = (steps, seconds)
-        else:
-            self.steps += steps
-            self.seconds += seconds
-
-    def timed(self):
-        """Whether a call after the first (compiled) has been timed: the rate leaves out the first."""
-        return self.steps > 0
+            return
+        self.block[0] += steps
+        self.block[1] += seconds
+        if steps:
+            self.step_seconds = seconds / steps
 
     def rate(self, config):
-        """Examples per second over the calls after the first (over the first if none)."""
-        steps, seconds = (self.steps, self.seconds) if self.steps else self.first_call
+        """Examples per second of this block's calls after the compiling one (of that call alone
+        where it is all there is)."""
+        steps, seconds = self.block if self.block[0] else self.first_call
         return steps * config.global_batch_size / max(seconds, 1e-9)
 
     def progress_due(self):
-        """Whether `PROGRESS_SECONDS` have passed since the last progress line."""
-        return self.clock() - self.last_line >= PROGRESS_SECONDS
+        """Whether a line is due within the block: `PROGRESS_SECONDS` since the last one, and a
+        rate without the compiling call to show."""
+        return self.adaptive and self.block[0] > 0 and self.clock() - self.last_line >= PROGRESS_SECONDS
 
-    def progress_shown(self):
-        """The next progress line is due `PROGRESS_SECONDS` from now."""
+    def block_shown(self, end_of_block):
+        """A progress line was shown: the next is due `PROGRESS_SECONDS` from now; at the end of
+        a block, the next block's rate starts afresh."""
         self.last_line = self.clock()
+        if end_of_block:
+            self.block = [0, 0.0]
 
 
 def initialise_weights(model, init_checkpoint):
@@ -270,14 +285,14 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
         distribution.num_replicas,
     )
     saved_step = step
-    pace = _Pace()
+    pace = _Pace(adaptive=distribution.num_workers == 1)
     with StopOnSignal(step_fn.stop_requested, enabled=distribution.num_workers == 1) as stop:
         while step < config.num_train_steps and stop.signum is None:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
             block_end = min(step + config.iterations_per_loop, config.num_train_steps, next_save)
             block_start = step
-            # The block runs in calls of a few seconds each, so that a progress line can be
-            # printed every PROGRESS_SECONDS whatever --iterations_per_loop is.
+            # On one worker the block runs in calls of a few seconds each, so that a progress
+            # line can be printed every PROGRESS_SECONDS whatever --iterations_per_loop is.
             while step < block_end and stop.signum is None:
                 calls_from = step
                 start = time.monotonic()
@@ -292,16 +307,16 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
                     )
                 step = int(optimizer.iterations.numpy())
                 pace.add(step - calls_from, time.monotonic() - start)
-                if distribution.is_chief and step < block_end and pace.progress_due() and pace.timed():
+                if step < block_end and pace.progress_due():  # one worker alone (`_Pace`)
                     progress.show(step, step_fn.metrics.result()["loss"], optimizer, pace.rate(config))
-                    pace.progress_shown()
+                    pace.block_shown(end_of_block=False)
             if step == block_start:  # a signal came before the block's first step
                 continue
             results = dict(step_fn.metrics.result(), global_step=step)
             step_fn.metrics.reset()
             if distribution.is_chief:
                 _log_block(writer, progress, results, optimizer, loss_scale, pace.rate(config))
-                pace.progress_shown()
+            pace.block_shown(end_of_block=True)
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 latest, saved_step = checkpoints.save(step), step
                 logger.info("Saved %s", latest)

@@ -16,6 +16,7 @@ import logging
 from bert_tf import files
 from bert_tf.options import option
 from bert_tf.text import tokenization
+from bert_tf.training.checkpointing import latest_checkpoint
 from bert_tf.training.distribution import STRATEGIES, create_distribution
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ class TrainingOptions:
     init_checkpoint: str = option(None, "Initial weights (usually a pretrained Google checkpoint).")
     learning_rate: float = option(5e-5, "The peak learning rate.")
     save_checkpoints_steps: int = option(1000, "Save a checkpoint every this many steps.")
-    iterations_per_loop: int = option(1000, "Steps per compiled loop call (metrics are logged after each).")
+    iterations_per_loop: int = option(
+        1000, "Steps per block: the metrics are logged and written after each (progress every 30 s)."
+    )
     use_tpu: bool = option(False, "Train on a Cloud TPU (same as --strategy=tpu).")
     tpu_name: str = option(None, "The Cloud TPU's name or grpc:// address.")
     tpu_zone: str = option(None, "GCE zone of the Cloud TPU.")
@@ -70,8 +73,6 @@ class TrainingOptions:
         """`init_checkpoint` where the run will read it, else None: a checkpoint in `output_dir`
         is resumed (or restored for evaluation, prediction and export) instead, and the run then
         needs no initial weights (a rerun after a crash does not read them again)."""
-        from bert_tf.training.checkpointing import latest_checkpoint
-
         if not self.init_checkpoint or latest_checkpoint(self.output_dir):
             return None
         return self.init_checkpoint
@@ -119,8 +120,8 @@ class FinetuningOptions(TrainingOptions):
     do_lower_case: bool = option(True, "True for uncased models, False for cased ones.")
     max_seq_length: int = option(
         128,
-        "Total input length after WordPiece tokenization; longer inputs are truncated (split into "
-        "windows by the tagger), shorter ones padded.",
+        "Total input length after WordPiece tokenization; longer inputs are truncated (or split "
+        "into windows), shorter ones padded.",
     )
     do_train: bool = option(False, "Whether to run training.")
     do_eval: bool = option(False, "Whether to run eval on the dev set.")
@@ -143,11 +144,17 @@ class FinetuningOptions(TrainingOptions):
         order, `--do_lower_case` against a released checkpoint's name first, then the rest."""
         tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
         super().validate()
-        if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
-            raise ValueError(
-                "at least one of --do_train, --do_eval or --do_predict must be True (or --export_dir "
-                "given, to export the model of --init_checkpoint or --output_dir)"
-            )
+        if not (self.do_train or self.do_eval or self.do_predict):
+            if not self.export_dir:
+                raise ValueError(
+                    "at least one of --do_train, --do_eval or --do_predict must be True (or --export_dir "
+                    "given, to export the model of --init_checkpoint or --output_dir)"
+                )
+            if not (self.init_checkpoint or latest_checkpoint(self.output_dir)):
+                raise ValueError(
+                    "--export_dir alone exports a trained model: give --init_checkpoint, or an "
+                    "--output_dir holding a checkpoint"
+                )
         for flag in ("vocab_file", "bert_config_file"):
             if not getattr(self, flag):
                 raise ValueError(f"--{flag} is required")

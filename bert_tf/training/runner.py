@@ -36,6 +36,7 @@ must get a gradient: a model whose loss does not use the pooler sets
 without a gradient (no update, no Adam slots in the checkpoint).
 """
 
+import dataclasses
 import json
 import logging
 import math
@@ -71,7 +72,8 @@ class Runner:
         import keras
 
         self.options = options
-        self.pretrained = pretrained
+        # A `.keras` model loaded to check it is not kept for the run (the loop reads its weights).
+        self.pretrained = dataclasses.replace(pretrained, keras_model=None)
         self.config = pretrained.config
         self.distribution = distribution
         if options.seed is not None:

@@ -24,8 +24,9 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class InputExample:
-    """One example: `text_b` is None for a single sentence; `label` is a string of the label list
-    (None for a row to predict that has no label column).
+    """One example: `text_b` is None for a single sentence; `label` is a string of the label list,
+    None for a row to predict (whose features get label id 0, as the original's placeholder
+    labels: "0", or MNLI's "contradiction").
 
     `input_file` and `line_number` say where it was read (None for an example made in code);
     they name the place in an error and take no part in comparing examples.
@@ -133,7 +134,7 @@ class DataProcessor:
         raise NotImplementedError()
 
     def get_test_examples(self, data_dir):
-        """The `InputExample`s to predict (their labels are placeholders)."""
+        """The `InputExample`s to predict (without labels)."""
         raise ValueError(f"the {type(self).__name__} has no test set (--do_predict)")
 
     def get_labels(self):
@@ -209,7 +210,7 @@ class MnliProcessor(GlueProcessor):
                 f"{set_type}-{line[0]}",
                 line[8],
                 line[9],
-                "contradiction" if set_type == "test" else line[-1],
+                None if set_type == "test" else line[-1],
                 path,
                 line_number,
             )
@@ -228,7 +229,12 @@ class MrpcProcessor(GlueProcessor):
     def _create_examples(path, set_type):
         return [
             InputExample(
-                f"{set_type}-{i}", line[3], line[4], "0" if set_type == "test" else line[0], path, line_number
+                f"{set_type}-{i}",
+                line[3],
+                line[4],
+                None if set_type == "test" else line[0],
+                path,
+                line_number,
             )
             for i, (line_number, line) in enumerate(read_tsv(path, min_columns=5))
             if i > 0
@@ -246,7 +252,7 @@ class ColaProcessor(GlueProcessor):
     def _create_examples(path, set_type):
         if set_type == "test":
             return [
-                InputExample(f"test-{i}", line[1], None, "0", path, line_number)
+                InputExample(f"test-{i}", line[1], None, None, path, line_number)
                 for i, (line_number, line) in enumerate(read_tsv(path, min_columns=2))
                 if i > 0
             ]

@@ -95,13 +95,11 @@ def run_pretraining(options):
     shown = ", ".join(input_files[:2]) + (f", ..., {input_files[-1]}" if len(input_files) > 2 else "")
     logger.info("--input_file: %d file%s (%s)", len(input_files), "s"[: len(input_files) > 1], shown)
     check_records(input_files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size)
-    if options.do_train:
-        distribution.check_batch_size(
-            "train_batch_size", options.train_batch_size, options.gradient_accumulation_steps
-        )
-    if options.do_eval:
-        distribution.check_batch_size("eval_batch_size", options.eval_batch_size)
     runner = Runner(options, pretrained, distribution)
+    if options.do_train:
+        runner.check_batch_size("train_batch_size", options.gradient_accumulation_steps)
+    if options.do_eval:
+        runner.check_batch_size("eval_batch_size")
 
     def dataset(batch_size, is_training):
         return make_pretraining_dataset(
