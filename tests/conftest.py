@@ -4,11 +4,6 @@ import os
 
 import pytest
 
-# TensorFlow turns oneDNN's kernels and graph rewrites on by default only on CPUs with AVX-512 or
-# AMX; the suite checks those rewrites, so it asks for them on every x86 CPU (before TensorFlow
-# is imported; the tools the tests start inherit it).
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
 SHARED_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 FIXTURES_DIR = os.path.join(SHARED_DIR, "fixtures")
 

@@ -25,9 +25,19 @@ def op_types_run(function):
     return collections.Counter(op_type for _, _, op_type in ops)
 
 
-def onednn_rewrites_bfloat16():
-    """Whether TensorFlow's oneDNN rewrite takes bfloat16 ops on this CPU: only with AVX-512
-    (natively with AVX512_BF16 or AMX, else emulated); without it bfloat16 stays on TensorFlow's
-    own kernels."""
+def onednn_rewrites(dtype="float32"):
+    """Whether TensorFlow's oneDNN graph rewrite takes ops of `dtype` on this machine.
+
+    TensorFlow turns oneDNN on by default only on CPUs with AVX-512 or AMX
+    (`TF_ENABLE_ONEDNN_OPTS=1` turns it on elsewhere too); it then rewrites bfloat16 ops only
+    with AVX-512 (natively with AVX512_BF16 or AMX, else emulated). Elsewhere the ops stay
+    TensorFlow's own, which is what the tests then check.
+    """
+    from bert_tf import onednn
+
+    if not onednn.onednn_enabled():
+        return False
+    if dtype != "bfloat16":
+        return True
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         return any(line.startswith("flags") and "avx512f" in line.split() for line in f)

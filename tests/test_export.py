@@ -776,40 +776,58 @@ def test_the_next_export_cleans_up_after_killed_ones(tmp_path):
     assert [(base / v / "saved_model.pb").read_text() for v in "123"] == ["only copy", "replaced", "new"]
 
 
-def _query(export_dir, **flags):
+@pytest.fixture(scope="module")
+def opened(moved_export):
+    from bert_tf.export.query import open_export
+
+    return open_export(str(moved_export))
+
+
+def _query(opened, **flags):
     from bert_tf.export.query import QueryOptions, query_saved_model
 
-    return query_saved_model(QueryOptions(export_dir=str(export_dir), **flags))
+    return query_saved_model(QueryOptions(export_dir="unused", **flags), export=opened)
 
 
 def _joined(values):
     return ",".join(str(int(v)) for v in values)
 
 
-def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(moved_export, served, batches):
-    # The base directory (its highest version) or the version itself; the text signatures.
-    text = _query(moved_export, text=TEXTS[1])
-    assert list(text) == list(_query(moved_export / "1", signature="text", text=TEXTS[1]))
+def test_query_opens_the_highest_version_or_the_version_given(moved_export, tmp_path):
+    from bert_tf.export.query import version_directory
+
+    assert version_directory(str(moved_export)) == str(moved_export / "1")
+    assert version_directory(str(moved_export / "1")) == str(moved_export / "1")
+    (tmp_path / "3").mkdir()
+    (tmp_path / "12").mkdir()
+    assert version_directory(str(tmp_path)) == str(tmp_path / "12")
+    with pytest.raises(ValueError, match="neither a SavedModel nor a directory of versions"):
+        version_directory(str(tmp_path / "3"))
+
+
+def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(opened, served, batches):
+    text = _query(opened, text=TEXTS[1])  # --signature=text by default with --text
+    assert list(text) == list(_query(opened, signature="text", text=TEXTS[1]))
     for name in ENCODER_OUTPUTS:
         assert max_diff(text[name], served[f"text/{name}"][1]) <= 1e-6, name
-    pair = _query(moved_export, text=PAIRS[0][0], text_b=PAIRS[0][1])
+    pair = _query(opened, text=PAIRS[0][0], text_b=PAIRS[0][1])
     assert max_diff(pair["pooled_output"], served["pair/pooled_output"][0]) <= 1e-6
     # Ids (padding included) against the original's outputs, through serving_default and tf_example.
     batch = batches["b1"]
     ids = {name: _joined(batch[name][2]) for name in ID_INPUTS}
     for signature in ("serving_default", "tf_example"):
-        got = _query(moved_export, signature=signature, **ids)
+        got = _query(opened, signature=signature, **ids)
         for name in ENCODER_OUTPUTS:
             diff = max_diff(got[name], batch[name][2])
             assert report(f"query {signature} {name} - original", diff) <= 1e-5
     count = batch["masked_lm_positions"].shape[1]  # the export's width is MAX_PREDICTIONS
     positions = _joined([*batch["masked_lm_positions"][2], *[0] * (MAX_PREDICTIONS - count)])
-    heads = _query(moved_export, signature="pretraining", masked_lm_positions=positions, **ids)
+    heads = _query(opened, signature="pretraining", masked_lm_positions=positions, **ids)
     want = batch["masked_lm_log_probs"].reshape(len(batch["input_ids"]), count, -1)[2]
     assert max_diff(np.asarray(heads["masked_lm_log_probs"])[:count], want) <= 1e-5
 
 
-def test_query_names_what_it_cannot_do(moved_export, tmp_path):
+def test_query_names_what_it_cannot_do(opened):
     for flags, message in (
         (dict(signature="nope", text="a"), r"/1: no signature 'nope'; it has pretraining, serving_default"),
         (dict(signature="text_pair", text="a"), "the text_pair signature needs --text and --text_b"),
@@ -825,9 +843,7 @@ def test_query_names_what_it_cannot_do(moved_export, tmp_path):
         ),
     ):
         with pytest.raises(ValueError, match=message):
-            _query(moved_export, **flags)
-    with pytest.raises(ValueError, match="neither a SavedModel nor a directory of versions"):
-        _query(tmp_path)
+            _query(opened, **flags)
 
 
 def test_the_query_tool_prints_one_json_object(moved_export):

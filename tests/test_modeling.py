@@ -27,7 +27,7 @@ from bert_tf.modeling.losses import sparse_softmax_cross_entropy
 from bert_tf.modeling.pooler import Pooler
 from bert_tf.modeling.transformer_layer import Intermediate, TransformerLayer
 from tests import model_fixtures as mf
-from tests.op_trace import onednn_rewrites_bfloat16, op_types_run
+from tests.op_trace import onednn_rewrites, op_types_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -373,8 +373,8 @@ def test_intermediate_gelu_is_fused_into_its_matmul_for_inference(dtype):
     x = rng.standard_normal((64, 32)).astype("float32")
     inference = tf.function(lambda x: layer(x))
     op_types = op_types_run(lambda: inference(x).numpy())
-    if dtype == "mixed_bfloat16" and not onednn_rewrites_bfloat16():
-        # A CPU without AVX-512: TensorFlow's own matmul, bias and GELU ops.
+    if not onednn_rewrites("bfloat16" if dtype == "mixed_bfloat16" else "float32"):
+        # TensorFlow's own matmul, bias and GELU ops (no oneDNN, or bfloat16 without AVX-512).
         assert "_MklNativeFusedMatMul" not in op_types and "Tanh" in op_types, sorted(op_types)
     else:
         assert "_MklNativeFusedMatMul" in op_types, f"oneDNN's fused matmul did not run: {sorted(op_types)}"
@@ -501,8 +501,8 @@ def test_inference_runs_the_projections_as_plain_matmuls():
     input_mask = np.ones((2, 6), "int32")
     inference = tf.function(lambda x: layer(x, input_mask))
     op_types = op_types_run(lambda: inference(x).numpy())
-    if not onednn_rewrites_bfloat16():
-        # A CPU without AVX-512: the seven matmuls stay TensorFlow's own (and GELU's bias apart).
+    if not onednn_rewrites("bfloat16"):
+        # No oneDNN, or bfloat16 without AVX-512: the seven matmuls stay TensorFlow's own.
         assert op_types["MatMul"] == 7 and "_MklMatMul" not in op_types, sorted(op_types.items())
         return
     assert op_types["_MklNativeFusedMatMul"] == 1, f"fused matmuls: {sorted(op_types.items())}"

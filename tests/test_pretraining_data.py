@@ -617,7 +617,8 @@ TOOL_FLAGS = """
 import importlib.util, json, sys
 from absl import flags
 spec = importlib.util.spec_from_file_location("create_pretraining_data", sys.argv[1])
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
+module = sys.modules["create_pretraining_data"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
 own = flags.FLAGS.get_key_flags_for_module("create_pretraining_data")
 print(json.dumps({flag.name: [flag.default, flag.help] for flag in own}))
 """

@@ -21,8 +21,8 @@ from bert_tf.checkpoints.google import (
     resolve_checkpoint_prefix,
     save_google_checkpoint,
 )
-from bert_tf.checkpoints.pretrained import load_keras_bert, open_pretrained
-from bert_tf.config import ORIGINAL_ACTIVATIONS
+from bert_tf.checkpoints.pretrained import load_keras_bert
+from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.options import option
 
@@ -176,8 +176,9 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
         if not output.endswith((".keras", ".weights.h5")):
             raise ValueError(f"{output}: the output must end in .keras or .weights.h5")
         files.check_output_path(output, "--output")
-    # The config, and the checkpoint present, complete and of this config's encoder.
-    config = open_pretrained(bert_config_file, init_checkpoint=init_checkpoint).config
+    # The weights are read where the model loads them (a training checkpoint's shard of
+    # optimizer slots is not needed), and checked against the reference, which reads them too.
+    config = BertConfig.from_json_file(bert_config_file)
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
     model_class = BertPretrainer if all(n in names for n in _HEAD_VARIABLES) else BertModel

@@ -139,8 +139,25 @@ def _json_value(tensor):
     return value.tolist()
 
 
-def query_saved_model(options):
+def open_export(export_dir):
+    """The SavedModel of `export_dir` (`version_directory`), loaded with TF Text's ops.
+
+    Returns:
+      (its directory, the loaded object).
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops before the load)
+
+    path = version_directory(export_dir)
+    return path, tf.saved_model.load(path)
+
+
+def query_saved_model(options, export=None):
     """Calls a signature of the export on the example the options give.
+
+    Args:
+      options: A `QueryOptions`.
+      export: `open_export(options.export_dir)`, if opened already.
 
     Returns:
       `{output name: value}` for the example, in the signature's output order, JSON-ready.
@@ -148,11 +165,7 @@ def query_saved_model(options):
     Raises:
       ValueError: No SavedModel, an unknown signature, or inputs the signature cannot take.
     """
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops before the load)
-
-    path = version_directory(options.export_dir)
-    loaded = tf.saved_model.load(path)
+    path, loaded = export or open_export(options.export_dir)
     name = _signature_name(options)
     if name not in loaded.signatures:
         raise ValueError(f"{path}: no signature {name!r}; it has {', '.join(sorted(loaded.signatures))}")
