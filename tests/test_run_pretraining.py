@@ -826,3 +826,12 @@ def test_evaluating_a_checkpoint_without_the_heads_warns_that_they_are_random(wo
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "has no cls/predictions/transform/dense/kernel" in warnings[0]
     assert "they are random, and so are the outputs that depend on them" in warnings[0]
+
+
+def test_log_lines_are_plain_beside_the_progress_lines(uninterrupted):
+    """absl's handler wrote each log record as `I1126 22:44:01.123456 140... loop.py:301] ...`,
+    mixed into the progress lines; the tools log `LEVEL message`."""
+    _, stderr = uninterrupted
+    absl_format = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.py:\d+\] ")
+    assert not [line for line in stderr.splitlines() if absl_format.match(line)]
+    assert re.search(r"^INFO Saved .*model\.ckpt-40$", stderr, re.MULTILINE), stderr[-2000:]
