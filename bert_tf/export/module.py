@@ -133,6 +133,12 @@ def after_checks(tensors, checks):
         return {name: tf.identity(tensor) for name, tensor in tensors.items()}
 
 
+def _concrete(fn, *specs, **named_specs):
+    """`fn` traced for the given input specs, as a signature's concrete function. Not converted
+    by AutoGraph: the signatures and the models they call branch on Python values only."""
+    return tf.function(fn, autograph=False).get_concrete_function(*specs, **named_specs)
+
+
 def _id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
 
@@ -227,15 +233,16 @@ class ExportModule(tf.Module):
         signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
         if self.tokenizer is not None:
-            signatures[TEXT_SIGNATURE] = tf.function(self._serve_text).get_concrete_function(
-                tf.TensorSpec([None], tf.string, name="text")
+            signatures[TEXT_SIGNATURE] = _concrete(
+                self._serve_text, tf.TensorSpec([None], tf.string, name="text")
             )
-            signatures[TEXT_PAIR_SIGNATURE] = tf.function(self._serve_text_pair).get_concrete_function(
+            signatures[TEXT_PAIR_SIGNATURE] = _concrete(
+                self._serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
             )
-        signatures[EXAMPLE_SIGNATURE] = tf.function(self._serve_examples).get_concrete_function(
-            tf.TensorSpec([None], tf.string, name="examples")
+        signatures[EXAMPLE_SIGNATURE] = _concrete(
+            self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
         )
         return signatures
 
@@ -274,7 +281,7 @@ class ExportModule(tf.Module):
                 {name: tf.pad(x, padding) if name in ID_INPUTS else x for name, x in inputs.items()}
             )
 
-        return tf.function(serve).get_concrete_function(**_id_specs(), **served.extra_inputs)
+        return _concrete(serve, **_id_specs(), **served.extra_inputs)
 
     def _id_checks(self, inputs):
         """The assertions that the ids in `inputs` have rows in the embedding tables."""

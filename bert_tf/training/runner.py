@@ -243,7 +243,7 @@ class Runner:
             outputs = model(batch, training=False)
             return {name: outputs[name] for name in output_names}
 
-        @tf.function
+        @tf.function(autograph=False)  # no control flow on tensors (bert_tf.training.step)
         def predict_step(batch):
             outputs = strategy.run(
                 replica_outputs, args=(local_replica_batches(strategy, batch, num_local_replicas),)

@@ -23,6 +23,11 @@ A training step on each replica:
 A step whose loss or gradient is not finite makes no update; the loop stops on it, except that
 under `mixed_float16` a non-finite gradient with a finite loss is dynamic loss scaling's
 business (the scale is halved and the step skipped).
+
+AutoGraph converts only the loops over steps and micro-batches. The model, the losses and the
+update rule branch on Python values only (they run under JAX's `jit` too), so the functions
+that call them are marked `do_not_convert`: converted, AutoGraph would transpile every Keras
+function they reach, for most of the time a step takes to trace.
 """
 
 import keras
@@ -44,7 +49,7 @@ _FIRST_REPLICA = dict(aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA, tra
 def _xla_compiled(fn):
     """`fn` as an XLA-compiled function of tensors (variables are read first, so that one trace
     serves every variable of a shape)."""
-    compiled = tf.function(fn, jit_compile=True)
+    compiled = tf.function(fn, jit_compile=True, autograph=False)
 
     def read_and_apply(*values, **options):
         return compiled(*[tf.convert_to_tensor(value) for value in values], **options)
@@ -62,7 +67,7 @@ def _xla_compiled_update(assign_rule):
     `strategy.extended.update` passes. The moments passed are their components on its device (a
     distributed variable passed whole would be bound to the first trace, not passed).
     """
-    compiled = tf.function(assign_rule, jit_compile=True)
+    compiled = tf.function(assign_rule, jit_compile=True, autograph=False)
 
     def call(gradient, variable, m, v, learning_rate, **options):
         variable = _backend_variable(variable)
@@ -264,6 +269,7 @@ class TrainStep:
             denominators = tf.distribute.get_replica_context().all_reduce(_SUM, denominators)
         return [d + eps for d, eps in zip(denominators, self.task.loss_epsilons, strict=True)]
 
+    @tf.autograph.experimental.do_not_convert
     def _loss_and_gradients(self, batch, denominators, scale):
         """Loss share of one micro-batch, its (scaled) gradients, and its metric terms."""
         with tf.GradientTape() as tape:
@@ -288,6 +294,7 @@ class TrainStep:
             terms = tf.nest.map_structure(tf.add, terms, more_terms)
         return loss, gradients, terms
 
+    @tf.autograph.experimental.do_not_convert
     def _replica_step(self, batch):
         context = tf.distribute.get_replica_context()
         scale = self.loss_scale.scale if self.loss_scale is not None else None
@@ -383,6 +390,7 @@ class EvalStep:
             self.stop_requested = tf.Variable(False, name="stop_requested", **_FIRST_REPLICA)
         self.evaluate = tf.function(self._evaluate)
 
+    @tf.autograph.experimental.do_not_convert
     def _replica_step(self, batch):
         context = tf.distribute.get_replica_context()
         denominators = context.all_reduce(_SUM, self.task.loss_denominators(batch))
