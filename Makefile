@@ -24,8 +24,9 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 # Two pytest workers, one test file each at a time (--dist loadfile keeps a file's module
-# fixtures in one process): the suite alone keeps about one core busy (BUILD_NOTES, Dependencies).
-PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+# fixtures in one process), taken in collection order, which puts the slowest files first
+# (tests/conftest.py): the suite alone keeps about one core busy (BUILD_NOTES, Dependencies).
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 test: install lint
 	$(PYTEST) tests -m "not slow"

@@ -87,6 +87,15 @@ def _run(args, env=None, **kwargs):
     )
 
 
+def _run_here(caplog, workdir, output_dir, steps, **extra):
+    """`run_pretraining` in this process (no TensorFlow start-up): its log, as the tool's
+    stderr would show it."""
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        run_pretraining(PretrainingOptions(**_flags(workdir, output_dir, steps, **extra)))
+    return caplog.text
+
+
 def _weights(prefix):
     reader = tf.train.load_checkpoint(prefix)
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
@@ -100,7 +109,7 @@ def uninterrupted(workdir):
     return output_dir, result.stderr
 
 
-def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted):
+def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted, caplog):
     output_dir = workdir / "killed"
     process = subprocess.Popen(
         [sys.executable, *_args(workdir, output_dir, 40)],
@@ -119,9 +128,7 @@ def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted)
     assert killed_at and not killed_at.endswith("-40"), killed_at  # killed mid-run
     _weights(killed_at)  # the latest checkpoint after a kill -9 reads completely
 
-    result = _run(_args(workdir, output_dir, 40))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Resumed the input where" in result.stderr
+    assert "Resumed the input where" in _run_here(caplog, workdir, output_dir, 40)
     resumed = _weights(str(output_dir / "model.ckpt-40"))
     straight = _weights(str(uninterrupted[0] / "model.ckpt-40"))
     assert resumed.keys() == straight.keys()
@@ -272,51 +279,42 @@ def test_checkpoint_layout_progress_and_tensorboard(uninterrupted):
     } <= tags
 
 
-def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(workdir, uninterrupted):
+def test_larger_total_continues_and_output_dir_wins_over_init_checkpoint(
+    workdir, uninterrupted, caplog, monkeypatch
+):
     output_dir = workdir / "continued"
     shutil.copytree(uninterrupted[0], output_dir)
     # The checkpoint in --output_dir takes precedence: this --init_checkpoint is never read.
     # The same input file named by a relative path: the input position is resumed.
+    monkeypatch.chdir(REPO)
     relative = os.path.relpath(workdir / "data.tfrecord", REPO)
-    result = _run(
-        _args(workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt", input_file=relative)
+    log = _run_here(
+        caplog, workdir, output_dir, 45, init_checkpoint=workdir / "no_such.ckpt", input_file=relative
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
-    assert "Resumed the input where" in result.stderr
-    assert "unrestored values" not in result.stderr  # TensorFlow's warning on a partial restore
+    assert "Resuming from" in log and "model.ckpt-40 (step 40)" in log
+    assert "Resumed the input where" in log
+    assert "unrestored values" not in log  # TensorFlow's warning on a partial restore
     continued = _weights(str(output_dir / "model.ckpt-45"))
     assert int(continued["global_step"]) == 45
-    result = _run(_args(workdir, output_dir, 45))
-    assert result.returncode == 0 and "nothing to train" in result.stderr
+    assert "nothing to train" in _run_here(caplog, workdir, output_dir, 45)
 
 
-def test_a_float32_run_resumes_under_mixed_float16_with_a_fresh_loss_scale(workdir, uninterrupted):
+def test_a_float32_run_resumes_under_mixed_float16_with_a_fresh_loss_scale(workdir, uninterrupted, caplog):
     output_dir = workdir / "to_float16"
     shutil.copytree(uninterrupted[0], output_dir)
-    result = _run(_args(workdir, output_dir, 42, mixed_precision="mixed_float16", save_checkpoints_steps=2))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "has no saved loss_scale, loss_scale_good_steps: started afresh" in result.stderr
-    assert "Resumed the input where" in result.stderr
+    float16 = dict(mixed_precision="mixed_float16", save_checkpoints_steps=2)
+    log = _run_here(caplog, workdir, output_dir, 42, **float16)
+    assert "has no saved loss_scale, loss_scale_good_steps: started afresh" in log
+    assert "Resumed the input where" in log
     assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
     # Another batch size: the input starts afresh, the loss scale's state carries on.
-    result = _run(
-        _args(
-            workdir,
-            output_dir,
-            44,
-            mixed_precision="mixed_float16",
-            save_checkpoints_steps=2,
-            train_batch_size=4,
-        )
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "the input starts afresh" in result.stderr and "Resumed the input" not in result.stderr
+    log = _run_here(caplog, workdir, output_dir, 44, train_batch_size=4, **float16)
+    assert "the input starts afresh" in log and "Resumed the input" not in log
     state = tf.train.load_checkpoint(str(output_dir / "input_state" / "model.ckpt-44.worker-0"))
     assert int(state.get_tensor("loss_scale_good_steps/.ATTRIBUTES/VARIABLE_VALUE")) == 4
 
 
-def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
+def test_resumes_the_originals_own_checkpoint_without_input_state(workdir, caplog):
     """The fixture's model.ckpt-3 (written by the original's training) with a `checkpoint` file:
     weights, slots and step are resumed, the input starts afresh."""
     output_dir = workdir / "original"
@@ -325,10 +323,17 @@ def test_resumes_the_originals_own_checkpoint_without_input_state(workdir):
         if name.startswith("model.ckpt-3"):
             shutil.copy(os.path.join(TRAIN, name), output_dir / name)
     (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
-    args = _args(workdir, output_dir, 4, bert_config_file=os.path.join(TRAIN, "bert_config.json"))
-    result = _run(args + ["--num_warmup_steps=2", "--learning_rate=1e-4", "--train_batch_size=4"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "has no input state: the input starts afresh" in result.stderr
+    log = _run_here(
+        caplog,
+        workdir,
+        output_dir,
+        4,
+        bert_config_file=os.path.join(TRAIN, "bert_config.json"),
+        num_warmup_steps=2,
+        learning_rate=1e-4,
+        train_batch_size=4,
+    )
+    assert "has no input state: the input starts afresh" in log
     before, after = _weights(os.path.join(TRAIN, "model.ckpt-3")), _weights(str(output_dir / "model.ckpt-4"))
     assert int(after["global_step"]) == 4
     # v4 = 0.999 v3 + 0.001 g^2 >= 0.999 v3 holds only if the slots were resumed, not zeroed.
@@ -358,7 +363,7 @@ def test_another_models_checkpoint_in_output_dir_is_an_error(workdir, tmp_path):
 
 
 def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_checkpoint(
-    workdir, uninterrupted
+    workdir, uninterrupted, caplog
 ):
     """Without its `checkpoint` state file the run resumes from the newest complete checkpoint
     (the original's Estimator would start again from step 0 and write over them); an input
@@ -372,12 +377,11 @@ def test_a_lost_state_file_and_a_corrupt_input_state_resume_from_the_newest_chec
         shutil.copy(path, output_dir / path.name.replace("model.ckpt-40", "model.ckpt-40.tmp-99999"))
     for path in (output_dir / "input_state").glob("model.ckpt-40.worker-0.data-*"):
         path.write_bytes(path.read_bytes()[:100])
-    result = _run(_args(workdir, output_dir, 42, save_checkpoints_steps=2))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "using the newest complete checkpoint, model.ckpt-40" in result.stderr
-    assert "Couldn't match files" not in result.stderr
-    assert "Resuming from" in result.stderr and "model.ckpt-40 (step 40)" in result.stderr
-    assert "worker-0: cannot read it (" in result.stderr and "the input starts afresh" in result.stderr
+    log = _run_here(caplog, workdir, output_dir, 42, save_checkpoints_steps=2)
+    assert "using the newest complete checkpoint, model.ckpt-40" in log
+    assert "Couldn't match files" not in log
+    assert "Resuming from" in log and "model.ckpt-40 (step 40)" in log
+    assert "worker-0: cannot read it (" in log and "the input starts afresh" in log
     assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
 
 
@@ -391,21 +395,20 @@ def _nan_copy(source, target):
             writer.write(example.SerializeToString())
 
 
-def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workdir):
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workdir, caplog):
+    from bert_tf.training.loop import TrainingStopped
+
     data = workdir / "nan_data"
     data.mkdir()
     shutil.copy(RECORDS, data / "data.tfrecord")
     output_dir = workdir / "nan"
-    args = _args(workdir, output_dir, 10, input_file=data / "data.tfrecord")
-    assert _run(args).returncode == 0
+    _run_here(caplog, workdir, output_dir, 10, input_file=data / "data.tfrecord")
     _nan_copy(RECORDS, data / "data.tfrecord")  # same file, same records, NaN weights
-    result = _run(_args(workdir, output_dir, 20, input_file=data / "data.tfrecord"))
-    assert result.returncode == 1
-    error = result.stderr.strip().splitlines()[-1]
+    with pytest.raises(TrainingStopped) as stopped:
+        _run_here(caplog, workdir, output_dir, 20, input_file=data / "data.tfrecord")
+    error = str(stopped.value)
     # The restored shuffle buffer still holds clean records: NaN comes a few steps after 10.
-    match = re.match(
-        r"error: step (\d+): the loss or its gradient is NaN or infinite; training stopped", error
-    )
+    match = re.match(r"step (\d+): the loss or its gradient is NaN or infinite; training stopped", error)
     assert match and 10 < int(match.group(1)) <= 20, error  # the step as the progress lines count it
     assert "The latest checkpoint is " in error and error.split("The latest checkpoint is ")[1].startswith(
         str(output_dir / "model.ckpt-10")
@@ -735,10 +738,9 @@ def test_bad_input_from_the_tool_is_one_line(workdir, tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_optimizer_state_and_lamb_run(workdir, tmp_path):
+def test_optimizer_state_and_lamb_run(workdir, tmp_path, caplog):
     """--optimizer=lamb trains and writes the same Google layout (slots under adam_m/adam_v)."""
-    result = _run(_args(workdir, tmp_path / "lamb", 5, optimizer="lamb", save_checkpoints_steps=5))
-    assert result.returncode == 0, result.stderr[-3000:]
+    _run_here(caplog, workdir, tmp_path / "lamb", 5, optimizer="lamb", save_checkpoints_steps=5)
     names = tf.train.load_checkpoint(str(tmp_path / "lamb" / "model.ckpt-5")).get_variable_to_shape_map()
     assert "bert/pooler/dense/kernel/adam_m" in names and "global_step" in names
 

@@ -70,28 +70,30 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
     + _COMMON
     + """
 from bert_tf.training.step import TrainStep
-mode = sys.argv[1]
 strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
-with strategy.scope():
-    task = PretrainingTask(CONFIG)
-    optimizer = create_optimizer("adamw", LR, STEPS, WARMUP)
-load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
-step = TrainStep(task, optimizer, strategy, num_local_replicas=2, reduction=mode)
-iterator = iter(tf.data.Dataset.from_tensors(BATCH).repeat())
-losses = []
-for _ in range(3):
-    step.train(iterator, tf.constant(1))
-    losses.append(step.metrics.result()["loss"])
-    step.metrics.reset()
-shards = [rows(BATCH, 0, 2), rows(BATCH, 2, 4)] if mode == "tpu_original" else [BATCH]
-params, ref_losses = reference_run(shards, per_shard_clip=mode == "tpu_original")
-got = {v.path: v.numpy() for v in task.model.trainable_variables}
-print("RESULT", json.dumps({
-    "replicas": strategy.num_replicas_in_sync,
-    "weight_diff": max(float(np.abs(got[k] - params[k]).max()) for k in params),
-    "losses": losses, "ref_losses": ref_losses,
-    "step": int(optimizer.iterations.numpy()),
-}))
+results = {}
+for mode in sys.argv[1:]:
+    with strategy.scope():
+        task = PretrainingTask(CONFIG)
+        optimizer = create_optimizer("adamw", LR, STEPS, WARMUP)
+    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
+    step = TrainStep(task, optimizer, strategy, num_local_replicas=2, reduction=mode)
+    iterator = iter(tf.data.Dataset.from_tensors(BATCH).repeat())
+    losses = []
+    for _ in range(3):
+        step.train(iterator, tf.constant(1))
+        losses.append(step.metrics.result()["loss"])
+        step.metrics.reset()
+    shards = [rows(BATCH, 0, 2), rows(BATCH, 2, 4)] if mode == "tpu_original" else [BATCH]
+    params, ref_losses = reference_run(shards, per_shard_clip=mode == "tpu_original")
+    got = {v.path: v.numpy() for v in task.model.trainable_variables}
+    results[mode] = {
+        "replicas": strategy.num_replicas_in_sync,
+        "weight_diff": max(float(np.abs(got[k] - params[k]).max()) for k in params),
+        "losses": losses, "ref_losses": ref_losses,
+        "step": int(optimizer.iterations.numpy()),
+    }
+print("RESULT", json.dumps(results))
 """
 )
 
@@ -110,9 +112,18 @@ def _run_script(script, *args, env=None, timeout=300):
     return json.loads(line[len("RESULT ") :])
 
 
-@pytest.mark.parametrize("mode", ["global", "tpu_original"])
-def test_mirrored_two_replicas_against_numpy(fixtures_dir, mode):
-    result = _run_script(_MIRRORED, mode)
+MODES = ["global", "tpu_original"]
+
+
+@pytest.fixture(scope="module")
+def mirrored(fixtures_dir):
+    """`{mode: result}` of the mirrored script, both reductions in one process."""
+    return _run_script(_MIRRORED, *MODES)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mirrored_two_replicas_against_numpy(mirrored, mode):
+    result = mirrored[mode]
     assert result["replicas"] == 2 and result["step"] == 3
     assert result["weight_diff"] <= 1e-5, result
     for got, want in zip(result["losses"], result["ref_losses"], strict=True):
