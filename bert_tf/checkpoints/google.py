@@ -9,6 +9,7 @@ are the lower level: any list of named tensors out, any name-based checkpoint in
 
 import collections
 import dataclasses
+import logging
 import os
 import re
 
@@ -17,8 +18,14 @@ import tensorflow as tf
 
 from bert_tf import errors, files
 
+logger = logging.getLogger(__name__)
+
 # What follows a checkpoint's prefix in the names of its files.
 _DATA_OR_INDEX_SUFFIX = re.compile(r"\.(index|data-\d{5}-of-\d{5})$")
+
+# The pooler's variables: the one part of the encoder a checkpoint may lack (Hugging Face builds its
+# token classification, QA and masked LM models without it).
+POOLER_SCOPE = "bert/pooler/"
 
 
 @dataclasses.dataclass
@@ -30,8 +37,8 @@ class LoadReport:
       loaded: Names of the model variables assigned, in the model's order.
       unused: Checkpoint variables the model does not have (heads it lacks, optimizer
         slots, `global_step`), sorted.
-      missing: Model variables the checkpoint lacks (only with `strict=False`); they keep
-        their initial values.
+      missing: Model variables the checkpoint lacks (a task's head with `strict=False`, or the
+        pooler); they keep their initial values.
     """
 
     checkpoint: str
@@ -195,7 +202,10 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
 
     Either way the model and the checkpoint hold the same `bert/` weights: one left out on
     either side means a `bert_config.json` of another depth (or another model) than the
-    checkpoint's, which no setting loads into a working encoder.
+    checkpoint's, which no setting loads into a working encoder. The one exception is the
+    pooler: a checkpoint without any `bert/pooler/*` (a Hugging Face model built without it)
+    loads whatever `strict` says; the pooler keeps its initial values, listed in `missing`, and
+    a warning says the pooled output is untrained.
 
     Returns:
       A `LoadReport`.
@@ -239,6 +249,10 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
             f"variables (e.g. {names[0]}) is in it; it holds {sample}"
         )
     missing = [name for name in names if name not in shapes]
+    # The pooler alone may be left out (`load_google_checkpoint`), only as a whole.
+    pooler = [name for name in names if name.startswith(POOLER_SCOPE)]
+    untrained_pooler = bool(pooler) and all(name in missing for name in pooler)
+    required = [name for name in missing if not (untrained_pooler and name.startswith(POOLER_SCOPE))]
     mismatched = [
         (weight.path, list(shapes[weight.path]), list(weight.shape))
         for weight in weights
@@ -252,11 +266,11 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
             + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else "")
             + ". Does the bert_config.json match this checkpoint?"
         )
-    if missing and strict:
+    if required and strict:
         problems.append(
-            f"{len(missing)} model variables are not in the checkpoint: "
-            + ", ".join(missing[:5])
-            + (" ..." if len(missing) > 5 else "")
+            f"{len(required)} model variables are not in the checkpoint: "
+            + ", ".join(required[:5])
+            + (" ..." if len(required) > 5 else "")
         )
     used = set(present)
     report = LoadReport(
@@ -268,7 +282,7 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     unused = report.unused_weights
     # The encoder is all or nothing (see the docstring). Under `strict` every missing weight is
     # named above, and without `allow_unused` every left-over one below.
-    model_only = [name for name in missing if name.startswith("bert/")]
+    model_only = [name for name in required if name.startswith("bert/")]
     checkpoint_only = [name for name in unused if name.startswith("bert/")]
     if model_only and not strict:
         problems.append(_left_out("model", "checkpoint", model_only))
@@ -296,6 +310,13 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
             values.append((weight, np.asarray(value, dtype=weight.dtype)))
     for weight, value in values:
         weight.assign(value)
+    if untrained_pooler:
+        logger.warning(
+            "%s: no %s* (a model built without a pooler): the pooler keeps its initial values, so "
+            "the pooled output is untrained (tagging and SQuAD do not use it; a classifier does)",
+            source,
+            POOLER_SCOPE,
+        )
     return report
 
 
@@ -347,6 +368,22 @@ def write_checkpoint(prefix, named_tensors):
         for leftover in files.glob(tmp_prefix + ".*"):
             files.remove(leftover)
     return prefix
+
+
+def write_checkpoint_state(directory, names):
+    """Writes `directory/checkpoint`, the state file that names the latest checkpoint there (what
+    `tf.train.latest_checkpoint` and `resolve_checkpoint_prefix` read), through a temporary name.
+
+    Args:
+      directory: The checkpoints' directory, local or not.
+      names: The checkpoint prefixes' base names, oldest first: the last is the latest. They are
+        written relative to the directory, so it can be moved.
+    """
+    # The CheckpointState text proto.
+    lines = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]
+    state_file = os.path.join(directory, "checkpoint")
+    with files.atomic_output(state_file) as tmp, files.open_file(tmp, "w") as writer:
+        writer.write("\n".join(lines) + "\n")
 
 
 def checkpoint_value(weight):

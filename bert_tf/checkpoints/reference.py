@@ -154,10 +154,10 @@ def reference_forward(
 
     Returns:
       A dict of float64 arrays keyed as the fixture `reference_outputs.npz`:
-      `embedding_output`, `encoder_layer_{i}`, `sequence_output`, `pooled_output`, and as the
-      optional inputs allow `masked_lm_log_probs`, `next_sentence_log_probs`,
-      `masked_lm_example_loss`, `masked_lm_loss`, `next_sentence_example_loss`,
-      `next_sentence_loss`, `total_loss`.
+      `embedding_output`, `encoder_layer_{i}`, `sequence_output`, `pooled_output` (where the
+      weights have a pooler), and as the optional inputs allow `masked_lm_log_probs`,
+      `next_sentence_log_probs`, `masked_lm_example_loss`, `masked_lm_loss`,
+      `next_sentence_example_loss`, `next_sentence_loss`, `total_loss`.
     """
     w = _Weights(weights)
     input_ids = np.asarray(input_ids)
@@ -170,6 +170,8 @@ def reference_forward(
         x = transformer_layer(w, f"bert/encoder/layer_{i}", x, input_mask, config)
         out[f"encoder_layer_{i}"] = x
     out["sequence_output"] = x
+    if "bert/pooler/dense/kernel" not in w:  # a checkpoint without a pooler
+        return out
     out["pooled_output"] = pooler(w, x)
 
     if masked_lm_positions is None or "cls/predictions/output_bias" not in w:
