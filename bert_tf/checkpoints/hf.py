@@ -399,21 +399,17 @@ def _tokenizer_settings(directory):
             )
         normalizer = tokenizer.get("normalizer") or {}
     if files.isfile(vocab_path):
-        token_ids = tokenization.load_vocab(vocab_path)
+        vocab = read_vocab_tokens(vocab_path)
     elif tokenizer is not None:
         token_ids = tokenizer["model"].get("vocab") or {}
         if not isinstance(token_ids, dict) or not token_ids:
             raise ValueError(f"{tokenizer_path}: model.vocab must map the tokens to their ids")
+        vocab = _tokens_by_id(token_ids)
     else:
         raise ValueError(
             f"{directory}: no {VOCAB_FILE} or {TOKENIZER_FILE}: the original's tokenizer needs a "
             "WordPiece vocabulary"
         )
-    # One token a line, in id order. An id no token has (a token listed twice in a vocab.txt
-    # keeps its later id) is a blank line, which no text tokenizes to.
-    vocab = [""] * (max(token_ids.values()) + 1)
-    for token, index in token_ids.items():
-        vocab[index] = token
     if "do_lower_case" in tokenizer_config:
         do_lower_case, where = bool(tokenizer_config["do_lower_case"]), f"{config_path}: do_lower_case"
         strip_accents = tokenizer_config.get("strip_accents")
@@ -441,6 +437,44 @@ def _tokenizer_settings(directory):
             "strips" if do_lower_case else "keeps",
         )
     return vocab, do_lower_case
+
+
+def _tokens_by_id(token_ids):
+    """`{token: id}` as one token a line, in id order. An id no token has (a token listed twice in
+    a vocab.txt keeps its later id) is a blank line, which no text tokenizes to."""
+    vocab = [""] * (max(token_ids.values()) + 1)
+    for token, index in token_ids.items():
+        vocab[index] = token
+    return vocab
+
+
+def read_vocab_tokens(vocab_file):
+    """The tokens of a `vocab.txt` in id order, as the original's `load_vocab` numbers them."""
+    return _tokens_by_id(tokenization.load_vocab(vocab_file))
+
+
+def write_lines(path, lines):
+    """Writes one string a line (`vocab.txt`, `labels.txt`)."""
+    with files.open_file(path, "w") as writer:
+        writer.write("".join(line + "\n" for line in lines))
+
+
+def read_labels(labels_file):
+    """The labels of a `labels.txt`, one a line in id order (blank lines left out).
+
+    Raises:
+      ValueError: The file is missing, names no label or one twice.
+    """
+    try:
+        with files.open_file(labels_file) as reader:
+            labels = [line.strip() for line in reader if line.strip()]
+    except FileNotFoundError:
+        raise ValueError(f"--labels_file: {labels_file}: no such file") from None
+    if not labels:
+        raise ValueError(f"--labels_file: {labels_file} names no label")
+    if repeated := sorted({label for label in labels if labels.count(label) > 1}):
+        raise ValueError(f"--labels_file: {labels_file} names {', '.join(repeated)} more than once")
+    return labels
 
 
 def read_hf_model(directory):
@@ -565,7 +599,7 @@ def write_hf_model(model, directory):
         for name, value in tensors.items():
             if written[name].tobytes() != value.tobytes():
                 raise ValueError(f"{directory}: {name} did not read back identically")
-        _write_text(os.path.join(tmp, VOCAB_FILE), "".join(token + "\n" for token in model.vocab))
+        write_lines(os.path.join(tmp, VOCAB_FILE), model.vocab)
         special = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]"}
         special["mask_token"] = "[MASK]"
         tokenizer_config = {
