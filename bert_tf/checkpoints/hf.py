@@ -544,7 +544,6 @@ def hf_config_dict(model):
         model_type="bert",
         hidden_act=GOOGLE_ACTIVATIONS[config.hidden_act],
         layer_norm_eps=EPSILON,
-        position_embedding_type="absolute",
         pad_token_id=0,
     )
     if model.labels is not None:

@@ -41,8 +41,37 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf_tiny")
 VOCAB = (
     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     + list(".,'?!")
-    + "the cafe naive resume is was good bad very hello world john lives in paris berlin who where "
-    "what did go to and of play ##ing ##ed un ##able".split()
+    + [
+        "the",
+        "cafe",
+        "naive",
+        "resume",
+        "is",
+        "was",
+        "good",
+        "bad",
+        "very",
+        "hello",
+        "world",
+        "john",
+        "lives",
+        "in",
+        "paris",
+        "berlin",
+        "who",
+        "where",
+        "what",
+        "did",
+        "go",
+        "to",
+        "and",
+        "of",
+        "play",
+        "##ing",
+        "##ed",
+        "un",
+        "##able",
+    ]
     + [chr(c) for c in range(ord("a"), ord("z") + 1)]
     + ["##" + chr(c) for c in range(ord("a"), ord("z") + 1)]
     + list("JPBHW")
