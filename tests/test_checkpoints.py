@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertModel, BertPretrainer, load_google_checkpoint, save_google_checkpoint
+from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import write_checkpoint
 from bert_tf.checkpoints.pretrained import load_weights, open_pretrained
 from tests import model_fixtures as mf
@@ -173,6 +174,20 @@ def test_a_checkpoint_without_the_pooler_loads_with_a_warning(fixtures_dir, tmp_
         ValueError, match=r"1 model variables are not in the checkpoint: bert/pooler/dense/bias"
     ):
         load_google_checkpoint(BertModel(tiny_config()), prefix)
+
+
+def test_a_checkpoint_written_in_parts_is_one_checkpoint_with_a_data_file_per_part(fixtures_dir, tmp_path):
+    values = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+    prefix = str(tmp_path / "parts.ckpt")
+    write_checkpoint(prefix, list(values.items()), part_bytes=20_000)
+    data = sorted(name for name in os.listdir(tmp_path) if ".data-" in name)
+    assert len(data) > 2 and data[0].endswith(f"-of-{len(data):05d}")
+    assert sorted(os.listdir(tmp_path)) == sorted([*data, "parts.ckpt.index"])
+    written = reference.load_checkpoint_weights(prefix)
+    assert sorted(written) == sorted(values)
+    assert all(written[name].tobytes() == values[name].tobytes() for name in values)
+    write_checkpoint(prefix, list(values.items()))  # over it, in one part: the others go
+    assert sorted(os.listdir(tmp_path)) == ["parts.ckpt.data-00000-of-00001", "parts.ckpt.index"]
 
 
 @pytest.mark.parametrize(

@@ -111,7 +111,7 @@ def verify_against_reference(model, weights, config, inputs, tolerance=DEFAULT_T
 
     Args:
       model: A `BertModel` or `BertPretrainer` holding `weights`.
-      weights: Google name -> array, as `reference.load_checkpoint_weights` returns.
+      weights: Google name -> array (`reference.CheckpointWeights`, or a dict).
       config: The `BertConfig` of both.
       inputs: As `make_check_inputs` returns.
       tolerance: Bound for `Verification.ok`.
@@ -191,8 +191,8 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
     # see (the reference reads the same config).
     report = load_google_checkpoint(model, prefix)
     # The reference reads the checkpoint itself, so a loading mistake cannot hide; it reads the
-    # weights the model took (not a training checkpoint's optimizer slots).
-    weights = reference.load_checkpoint_weights(prefix, report.loaded)
+    # weights the model took (not a training checkpoint's optimizer slots), one at a time.
+    weights = reference.CheckpointWeights(prefix, report.loaded)
     verification = verify_against_reference(
         model, weights, config, make_check_inputs(config, seed=seed), tolerance
     )
@@ -252,6 +252,10 @@ def keras_to_google(keras_model, output_checkpoint):
     return keras_model, output_checkpoint
 
 
+# `hf_to_google` writes the checkpoint in parts of this size (`write_checkpoint`): a BERT-Large
+# then converts within 2.5x its weights' size (benchmarks/RESULTS.md).
+WRITE_PART_BYTES = 64 * 2**20
+
 # The files of a converted HF model's `--output_dir`, as Google's releases name them.
 CHECKPOINT_NAME = "bert_model.ckpt"
 CONFIG_NAME = "bert_config.json"
@@ -296,8 +300,9 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
     tmp = hf.prepare_output_dir(output_dir, "--output_dir")
     try:
         prefix = os.path.join(tmp, CHECKPOINT_NAME)
-        write_checkpoint(prefix, list(model.weights.items()))
-        # The arrays go before the check loads the checkpoint (a BERT-Large is 1.3 GB of them).
+        # In parts, each array copied by TensorFlow only while its part is written; none is kept
+        # for the check, which loads the checkpoint written.
+        write_checkpoint(prefix, list(model.weights.items()), part_bytes=WRITE_PART_BYTES)
         model.weights = None
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))

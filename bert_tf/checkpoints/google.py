@@ -297,19 +297,23 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     if problems:
         raise ValueError(f"{source}: " + " ".join(problems) + " Nothing was loaded.")
 
-    values = []
-    for weight in weights:
-        if weight.path in shapes:
-            try:
-                value = read(weight.path)
-            except (tf.errors.OpError, IndexError, ValueError) as e:
-                raise ValueError(
-                    f"{source}: cannot read {weight.path} ({errors.reason(e)}); "
-                    "the data file is truncated or corrupt. Nothing was loaded."
-                ) from None
-            values.append((weight, np.asarray(value, dtype=weight.dtype)))
-    for weight, value in values:
-        weight.assign(value)
+    def value_of(weight):
+        try:
+            return np.asarray(read(weight.path), dtype=weight.dtype)
+        except (tf.errors.OpError, IndexError, ValueError) as e:
+            raise ValueError(
+                f"{source}: cannot read {weight.path} ({errors.reason(e)}); "
+                "the data file is truncated or corrupt. Nothing was loaded."
+            ) from None
+
+    # Every value is read before the first is assigned, and read again to assign it, so that
+    # the checkpoint's values and the model's weights are never both held whole (a BERT-Large
+    # loads within its own size and one tensor).
+    loaded = [weight for weight in weights if weight.path in shapes]
+    for weight in loaded:
+        value_of(weight)
+    for weight in loaded:
+        weight.assign(value_of(weight))
     if untrained_pooler:
         logger.warning(
             "%s: no %s* (a model built without a pooler): the pooler keeps its initial values, so "
@@ -320,11 +324,11 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     return report
 
 
-def write_checkpoint(prefix, named_tensors):
+def write_checkpoint(prefix, named_tensors, part_bytes=None):
     """Writes `(name, value)` pairs as a TF1 name-based checkpoint, complete or not at all.
 
     The files are written under a temporary prefix beside `prefix`, then renamed into place,
-    the data file first: a prefix is only a checkpoint once its index exists, so a reader never
+    the data files first: a prefix is only a checkpoint once its index exists, so a reader never
     sees a half-written one (on GCS, where a rename is a copy, the index still comes last). A
     checkpoint already at `prefix` loses its index before its data is replaced (a reader finds
     it whole, or no checkpoint, or the new one whole), and its other data shards after.
@@ -334,6 +338,10 @@ def write_checkpoint(prefix, named_tensors):
         `prefix.data-00000-of-00001`, replacing a checkpoint already there.
       named_tensors: `(name, value)` pairs; each value is anything `tf.convert_to_tensor`
         takes (a NumPy array keeps its dtype).
+      part_bytes: If given, the values are written in parts of about this many bytes, each
+        converted to a tensor only while its part is written (TensorFlow copies a NumPy array),
+        and the parts merged into one checkpoint with a data file per part
+        (`prefix.data-00000-of-0000N`, as the original's sharded checkpoints).
 
     Returns:
       `prefix`.
@@ -345,24 +353,42 @@ def write_checkpoint(prefix, named_tensors):
     duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"{prefix}: duplicate variable names {duplicates}")
+    parts = [[]]
+    for name, value in named_tensors:
+        if part_bytes and parts[-1] and sum(np.asarray(v).nbytes for _, v in parts[-1]) >= part_bytes:
+            parts.append([])
+        parts[-1].append((name, value))
     directory = os.path.dirname(prefix)
     if directory:
         files.makedirs(directory)
     tmp_prefix = files.temporary_path(prefix)
-    try:
+
+    def save(part_prefix, part):
         tf.raw_ops.SaveV2(
-            prefix=tmp_prefix,
-            tensor_names=names,
-            shape_and_slices=[""] * len(names),
-            tensors=[tf.convert_to_tensor(value) for _, value in named_tensors],
+            prefix=part_prefix,
+            tensor_names=[name for name, _ in part],
+            shape_and_slices=[""] * len(part),
+            tensors=[tf.convert_to_tensor(value) for _, value in part],
         )
-        data, index = ".data-00000-of-00001", ".index"
+
+    try:
+        if len(parts) == 1:
+            save(tmp_prefix, parts[0])
+        else:
+            part_prefixes = [f"{tmp_prefix}.part-{i}" for i in range(len(parts))]
+            for part_prefix, part in zip(part_prefixes, parts, strict=True):
+                save(part_prefix, part)
+            tf.raw_ops.MergeV2Checkpoints(
+                checkpoint_prefixes=part_prefixes, destination_prefix=tmp_prefix, delete_old_dirs=False
+            )
+        data = [path[len(tmp_prefix) :] for path in files.glob(tmp_prefix + ".data-*-of-*")]
+        index = ".index"
         if files.exists(prefix + index):
             files.remove(prefix + index)
-        for suffix in (data, index):
+        for suffix in [*data, index]:
             files.rename(tmp_prefix + suffix, prefix + suffix)
         for stale in files.glob(prefix + ".data-*-of-*"):
-            if stale != prefix + data:
+            if stale[len(prefix) :] not in data:
                 files.remove(stale)
     finally:
         for leftover in files.glob(tmp_prefix + ".*"):

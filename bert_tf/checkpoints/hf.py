@@ -237,60 +237,66 @@ def read_hf_config(directory):
 
 
 class _Tensors:
-    """The tensors of an HF directory's weight files, by name, read one at a time."""
+    """The tensors of an HF directory's weight files by name, read one at a time: the first of
+    `model.safetensors`, its index's shards, `pytorch_model.bin` and its index's shards."""
 
     def __init__(self, directory):
-        self.files = {}  # name -> file
-        index = next(
-            (
-                name
-                for name in (SAFETENSORS_INDEX, PYTORCH_INDEX)
-                if files.isfile(os.path.join(directory, name))
-            ),
-            None,
-        )
-        single = next(
-            (
-                name
-                for name in (SAFETENSORS_FILE, PYTORCH_FILE)
-                if files.isfile(os.path.join(directory, name))
-            ),
-            None,
-        )
-        if single and not (index and index.startswith(single)):
-            weight_files = [single]
-        elif index:
-            path = os.path.join(directory, index)
+        self.files = {}  # tensor name -> its file
+        self._readers = {}  # file -> its reader
+        found = [
+            name
+            for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX)
+            if files.isfile(os.path.join(directory, name))
+        ]
+        if not found:
+            raise ValueError(
+                f"{directory}: no weights ({SAFETENSORS_FILE}, {SAFETENSORS_INDEX} or {PYTORCH_FILE})"
+            )
+        weight_files = [found[0]]
+        if found[0].endswith(".index.json"):
+            path = os.path.join(directory, found[0])
             weight_map = _read_json(path).get("weight_map")
             if not isinstance(weight_map, dict) or not weight_map:
                 raise ValueError(f"{path}: weight_map must map tensor names to files")
             weight_files = sorted(set(weight_map.values()))
-        else:
-            raise ValueError(
-                f"{directory}: no weights ({SAFETENSORS_FILE}, {SAFETENSORS_INDEX} or {PYTORCH_FILE})"
-            )
-        self._open = {}
         for name in weight_files:
             path = os.path.join(directory, name)
             if not files.isfile(path):
                 raise ValueError(f"{path}: no such weight file")
-            reader = _open_weight_file(path)
-            self._open[path] = reader
-            for key in reader.keys():  # noqa: SIM118 (a safetensors file is no dict)
+            reader = _TorchFile(path) if path.endswith(".bin") else _SafetensorsFile(path)
+            self._readers[path] = reader
+            for key in reader.names:
                 if key in self.files:
                     raise ValueError(f"{path}: tensor {key} is also in {self.files[key]}")
                 self.files[key] = path
 
-    def shape(self, name):
-        return tuple(self._open[self.files[name]].get_slice(name).get_shape())
+    def read(self, name):
+        """The tensor `name` as a NumPy array."""
+        return self._readers[self.files[name]].read(name)
+
+
+class _SafetensorsFile:
+    """A safetensors file, opened for each tensor read: a file kept open keeps the pages of every
+    tensor read so far resident (it is memory-mapped), beside their copies."""
+
+    def __init__(self, path):
+        self.path = path
+        with self._open() as reader:
+            self.names = list(reader.keys())
+
+    def _open(self):
+        try:
+            return safetensors.safe_open(self.path, framework="numpy")
+        except Exception as e:  # safetensors' own error types
+            raise ValueError(f"{self.path}: not a readable safetensors file ({e})") from None
 
     def read(self, name):
-        return self._open[self.files[name]].get_tensor(name)
+        with self._open() as reader:
+            return reader.get_tensor(name)
 
 
 class _TorchFile:
-    """A `pytorch_model.bin` as `safetensors.safe_open` reads a safetensors file (keys, slices'
-    shapes, tensors as NumPy arrays)."""
+    """A `pytorch_model.bin`, read with torch where it is installed."""
 
     def __init__(self, path):
         try:
@@ -305,32 +311,10 @@ class _TorchFile:
             self._state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # torch raises anything its unpickler meets
             raise ValueError(f"{path}: cannot read it with torch.load(weights_only=True) ({e})") from None
+        self.names = list(self._state)
 
-    def keys(self):
-        return list(self._state)
-
-    def get_slice(self, name):
-        return _Shape(tuple(self._state[name].shape))
-
-    def get_tensor(self, name):
+    def read(self, name):
         return self._state[name].float().numpy()
-
-
-@dataclasses.dataclass
-class _Shape:
-    shape: tuple
-
-    def get_shape(self):
-        return self.shape
-
-
-def _open_weight_file(path):
-    if path.endswith(".bin"):
-        return _TorchFile(path)
-    try:
-        return safetensors.safe_open(path, framework="numpy")
-    except Exception as e:  # safetensors' own error types
-        raise ValueError(f"{path}: not a readable safetensors file ({e})") from None
 
 
 def _hf_weights(directory, config, architecture):

@@ -5,6 +5,7 @@ come as a dict from Google checkpoint names to arrays; nothing here depends on K
 only (no dropout).
 """
 
+import collections.abc
 import math
 
 import numpy as np
@@ -201,6 +202,33 @@ def checkpoint_variable_names(path):
     return set(open_checkpoint(path).get_variable_to_shape_map())
 
 
+class CheckpointWeights(collections.abc.Mapping):
+    """Variables of a Google checkpoint by name, each read when it is looked up: a model's
+    weights are never all in memory (`reference_forward` uses one at a time).
+
+    Args:
+      path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
+      names: The variables it holds for the lookup; None: every one.
+    """
+
+    def __init__(self, path, names=None):
+        from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
+
+        self._reader = open_checkpoint(path)
+        self._names = list(self._reader.get_variable_to_shape_map() if names is None else names)
+
+    def __getitem__(self, name):
+        if name not in self._names:
+            raise KeyError(name)
+        return self._reader.get_tensor(name)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+
 def load_checkpoint_weights(path, names=None):
     """Variables of a Google checkpoint, as `{name: np.ndarray}`.
 
@@ -208,9 +236,4 @@ def load_checkpoint_weights(path, names=None):
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
       names: The variables to read; None: every one.
     """
-    from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
-
-    reader = open_checkpoint(path)
-    if names is None:
-        names = reader.get_variable_to_shape_map()
-    return {name: reader.get_tensor(name) for name in names}
+    return dict(CheckpointWeights(path, names))
