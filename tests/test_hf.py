@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 import safetensors.numpy
@@ -239,12 +240,33 @@ def test_the_printed_do_lower_case_gives_transformers_token_ids(converted, name)
         assert ids == list(want["input_ids"][row][want["attention_mask"][row] == 1])
 
 
-def test_hf_tensors_not_used_are_listed_and_other_files_ignored(converted):
+def test_hf_tensors_not_used_are_listed_and_other_files_ignored(converted, tmp_path):
     """The sharded BertModel beside a sentence-transformers `1_Pooling/`, `modules.json` and a
-    README: every tensor used, the other files not read; a tensor HF keeps beside the weights is
-    named as not used."""
+    README: every tensor used, the other files not read. A buffer older transformers saved
+    beside the weights is named as not used; their gamma/beta names and 16-bit floats read as
+    the float32 weights they hold."""
     assert "Every HF tensor is used." in converted["model"][2]
     assert os.path.exists(os.path.join(HF_TINY, "model", "model.safetensors.index.json"))
+    want = hf.read_hf_model(os.path.join(HF_TINY, "squad")).weights
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        directory = tmp_path / np.dtype(dtype).name
+        shutil.copytree(os.path.join(HF_TINY, "squad"), directory)
+        path = str(directory / "model.safetensors")
+        tensors = safetensors.numpy.load_file(path)
+        tensors = {
+            name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): (
+                value.astype(dtype)
+            )
+            for name, value in tensors.items()
+        }
+        tensors["bert.embeddings.position_ids"] = np.arange(32)[None]
+        safetensors.numpy.save_file(tensors, path, metadata={"format": "pt"})
+        model = hf.read_hf_model(str(directory))
+        assert model.unused == ["bert.embeddings.position_ids"]
+        assert sorted(model.weights) == sorted(want)
+        for name, value in model.weights.items():
+            assert value.dtype == np.float32
+            assert np.array_equal(value, want[name].astype(dtype).astype(np.float32)), name
 
 
 def run_tool_model(options, factory, *args):

@@ -26,6 +26,7 @@ import logging
 import os
 import re
 
+import ml_dtypes  # noqa: F401 (NumPy's bfloat16, for safetensors' bfloat16 tensors; TensorFlow's dependency)
 import numpy as np
 import safetensors
 import safetensors.numpy
