@@ -297,7 +297,7 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         the message names the file and key.
     """
     model = hf.read_hf_model(hf_model)
-    tmp = hf.prepare_output_dir(output_dir, "--output_dir")
+    tmp = files.prepare_output_dir(output_dir, "--output_dir")
     try:
         prefix = os.path.join(tmp, CHECKPOINT_NAME)
         # In parts, each array copied by TensorFlow only while its part is written; none is kept
@@ -313,7 +313,7 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         # The report names the files where they will be.
         conversion.load_report.checkpoint = os.path.join(output_dir, CHECKPOINT_NAME)
         if conversion.verification.ok:
-            hf.finish_output_dir(tmp, output_dir)
+            files.finish_output_dir(tmp, output_dir)
     finally:
         if files.isdir(tmp):
             files.remove_tree(tmp)

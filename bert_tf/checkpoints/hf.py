@@ -573,7 +573,7 @@ def write_hf_model(model, directory):
       ValueError: The directory cannot be written, or the weights do not read back identically.
     """
     tensors = hf_tensors(model)
-    tmp = prepare_output_dir(directory, "--hf_output_dir")
+    tmp = files.prepare_output_dir(directory, "--hf_output_dir")
     try:
         _write_text(
             os.path.join(tmp, CONFIG_FILE), json.dumps(hf_config_dict(model), indent=2, sort_keys=True) + "\n"
@@ -594,29 +594,8 @@ def write_hf_model(model, directory):
         }
         _write_text(os.path.join(tmp, TOKENIZER_CONFIG_FILE), json.dumps(tokenizer_config, indent=2) + "\n")
         _write_text(os.path.join(tmp, SPECIAL_TOKENS_FILE), json.dumps(special, indent=2) + "\n")
-        finish_output_dir(tmp, directory)
+        files.finish_output_dir(tmp, directory)
     finally:
         if files.isdir(tmp):
             files.remove_tree(tmp)
     return written
-
-
-def prepare_output_dir(directory, flag):
-    """Checks that `directory` can be written whole (it does not exist, or is empty) and makes
-    the temporary directory beside it to write into (`finish_output_dir` renames it)."""
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", directory):
-        raise ValueError(f"{flag}: {directory}: model directories are written on a local disk")
-    files.check_output_dir(os.path.dirname(os.path.abspath(directory)), flag)
-    if files.exists(directory) and (not files.isdir(directory) or files.listdir(directory)):
-        raise ValueError(f"{flag}: {directory} exists and is not an empty directory; nothing was written")
-    tmp = files.temporary_path(directory.rstrip("/"))
-    files.makedirs(tmp)
-    return tmp
-
-
-def finish_output_dir(tmp, directory):
-    """Renames the temporary directory of `prepare_output_dir` to `directory`."""
-    directory = directory.rstrip("/")
-    if files.isdir(directory):  # empty (checked before the work)
-        os.rmdir(directory)
-    files.rename(tmp, directory)
