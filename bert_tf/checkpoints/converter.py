@@ -5,6 +5,7 @@ the math, not from the Keras code) on generated inputs with padding, and the lar
 difference of each component is reported.
 """
 
+import ctypes
 import dataclasses
 import logging
 import os
@@ -182,6 +183,7 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
         files.check_output_path(output, "--output")
     # The weights are read where the model loads them (a training checkpoint's shard of
     # optimizer slots is not needed), and checked against the reference, which reads them too.
+    free_large_blocks_promptly()
     config = BertConfig.from_json_file(bert_config_file)
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
@@ -296,6 +298,7 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
       ValueError: Bad input (`hf.read_hf_model`) or an output directory that cannot be written;
         the message names the file and key.
     """
+    free_large_blocks_promptly()
     model = hf.read_hf_model(hf_model)
     tmp = files.prepare_output_dir(output_dir, "--output_dir")
     try:
@@ -318,6 +321,20 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         if files.isdir(tmp):
             files.remove_tree(tmp)
     return HfImport(model=model, conversion=conversion, written=conversion.verification.ok)
+
+
+def free_large_blocks_promptly():
+    """Has glibc (where it is the C library) give every block of 1 MiB or more its own mapping,
+    returned to the system when freed. By default its threshold grows with the blocks freed, and
+    the blocks below it stay in the heap: a conversion, which frees a model's worth of arrays
+    while it reads, writes and loads (TensorFlow's threads in their own heaps), then holds up to
+    twice the model beyond what it uses (BUILD_NOTES.md, "Hugging Face directories in and out")."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc
+        return
+    m_mmap_threshold = -3  # mallopt's parameter number, which also stops the threshold's growth
+    libc.mallopt(m_mmap_threshold, 1 << 20)
 
 
 def google_to_hf(
