@@ -51,6 +51,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/cpu_bench.py
 	$(PY) benchmarks/finetuning_bench.py
 	$(PY) benchmarks/squad_features_bench.py
+	$(PY) benchmarks/hf_convert_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -18,6 +18,8 @@ setup(
         "numpy>=1.26,<2.5",
         "absl-py>=2.1,<3",
         "tensorboard==2.21.0",
+        # Hugging Face model directories in and out (bert_tf.checkpoints.hf), through its NumPy API.
+        "safetensors==0.8.0",
     ],
     extras_require={
         # `make demo` draws the pretraining loss curve; the package itself does not need it.

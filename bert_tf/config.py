@@ -20,7 +20,7 @@ ORIGINAL_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
 # Google's keys, in the order of the original `BertConfig`'s arguments (`to_dict` keeps it; the
 # JSON file is written with sorted keys, as the original's).
-_GOOGLE_KEYS = (
+GOOGLE_KEYS = (
     "vocab_size",
     "hidden_size",
     "num_hidden_layers",
@@ -177,7 +177,7 @@ class BertConfig:
 
     def to_dict(self):
         """Google's keys, then the extra keys."""
-        output = {key: getattr(self, key) for key in _GOOGLE_KEYS}
+        output = {key: getattr(self, key) for key in GOOGLE_KEYS}
         output.update(copy.deepcopy(self.extra))
         return output
 
@@ -206,12 +206,12 @@ def _warn_of_unusual_keys(json_file, data):
     original's default is used, as the original does) and one nobody reads (kept, as the
     original keeps it), with the Google key it may be a misspelling of."""
     defaults = inspect.signature(BertConfig).parameters
-    for key in _GOOGLE_KEYS:
+    for key in GOOGLE_KEYS:
         if key not in data and key != "vocab_size":  # from_dict requires vocab_size
             default = defaults[key].default
             logger.warning("%s: no %r; the original's default %r is used", json_file, key, default)
     for key in data:
-        if key not in _GOOGLE_KEYS and key not in _RELEASED_EXTRA_KEYS:
-            close = difflib.get_close_matches(key, _GOOGLE_KEYS, n=1)
+        if key not in GOOGLE_KEYS and key not in _RELEASED_EXTRA_KEYS:
+            close = difflib.get_close_matches(key, GOOGLE_KEYS, n=1)
             hint = f" (is it {close[0]!r}?)" if close else ""
             logger.warning("%s: unknown key %r: kept, but no model reads it%s", json_file, key, hint)

@@ -328,6 +328,42 @@ def check_output_dir(path, name):
     _check_writable(path, name)
 
 
+def prepare_output_dir(path, name):
+    """Checks that a directory of outputs can be written at `path` as a whole, and makes the
+    temporary directory beside it (`temporary_path`) to write them into; `finish_output_dir`
+    renames it into place, so that `path` holds all of the outputs or none. Local paths only: a
+    directory cannot be renamed on GCS.
+
+    Args:
+      path: The directory to write; it must not exist, or be empty.
+      name: What it is called in a message (the flag it came from).
+
+    Returns:
+      The temporary directory, made.
+
+    Raises:
+      ValueError: `path` is not local, is a file or a directory with files in it, or its parent
+        cannot be written; the message names it.
+    """
+    if _gfile(path) is not None:
+        raise ValueError(f"{name}: {path}: a directory of outputs is written on a local disk")
+    check_output_dir(os.path.dirname(os.path.abspath(path)), name)
+    if exists(path) and (not isdir(path) or os.listdir(path)):
+        raise ValueError(f"{name}: {path} exists and is not an empty directory; nothing was written")
+    tmp = temporary_path(path.rstrip("/"))
+    makedirs(tmp)
+    return tmp
+
+
+def finish_output_dir(tmp, path):
+    """Renames the temporary directory `prepare_output_dir` made to `path` (an empty directory
+    there is replaced)."""
+    path = path.rstrip("/")
+    if isdir(path):
+        os.rmdir(path)
+    rename(tmp, path)
+
+
 def expand_input_patterns(patterns, name="--input_file", sort=True):
     """The files matched by glob patterns, pattern by pattern, as the original's loop over
     `tf.gfile.Glob`. A path that names a file is that file, glob characters and all (so a list

@@ -160,3 +160,16 @@ def test_cpu_bench_counts_the_dense_flops_of_the_encoders_kernels_and_times_a_ma
     rate, notes = run_benchmark_worker("cpu_bench.py", "matmul_tf_float32")
     assert rate > 0 and notes == {}
     assert re.fullmatch(r"v\d+\.\d+(\.\d+)?", onednn_version("tf")), onednn_version("tf")
+
+
+def test_hf_convert_bench_converts_a_tiny_model_and_measures_it():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/hf_convert_bench.py", "--size=tiny"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout.split("RESULT ", 1)[1])
+    assert figures["written"] and figures["seconds"] > 0 and figures["peak"] > figures["before"] > 0

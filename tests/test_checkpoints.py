@@ -1,5 +1,6 @@
 """Google checkpoint load/save: identity mapping, strictness, and clear errors on bad input."""
 
+import logging
 import os
 import shutil
 
@@ -8,7 +9,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertModel, BertPretrainer, load_google_checkpoint, save_google_checkpoint
+from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import write_checkpoint
+from bert_tf.checkpoints.pretrained import load_weights, open_pretrained
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -130,6 +133,61 @@ def test_missing_variables_are_an_error_and_nothing_is_assigned(fixtures_dir, tm
     assert all(np.array_equal(before[k], after[k]) for k in before)
     report = load_google_checkpoint(model, prefix, strict=False)
     assert len(report.missing) == 7 and len(report.loaded) == 39
+
+
+def test_a_checkpoint_without_the_pooler_loads_with_a_warning(fixtures_dir, tmp_path, caplog):
+    """HF's token classification, QA and masked LM models have no pooler: such a checkpoint loads
+    with the default arguments, and through every tool's loader, the pooler keeping its initial
+    values; any other encoder weight missing is still an error."""
+    source = BertModel(tiny_config())
+    load_google_checkpoint(source, mf.GOOGLE_TINY_CKPT)
+    values = snapshot(source)
+
+    def without(*left_out):
+        kept = [(name, value) for name, value in values.items() if not name.startswith(left_out)]
+        return write_checkpoint(str(tmp_path / f"{len(left_out)}.ckpt"), kept)
+
+    prefix = without("bert/pooler/")
+    model = BertModel(tiny_config())
+    before = snapshot(model)
+    with caplog.at_level(logging.WARNING):
+        report = load_google_checkpoint(model, prefix)
+    assert sorted(report.missing) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
+    after = snapshot(model)
+    for name, value in after.items():
+        want = before[name] if name.startswith("bert/pooler/") else values[name]
+        assert np.array_equal(value, want), name
+    assert any("pooled output is untrained" in record.message for record in caplog.records)
+    pretrained = open_pretrained(mf.GOOGLE_TINY_CONFIG, init_checkpoint=prefix)
+    assert load_weights(BertModel(pretrained.config), prefix).missing == report.missing
+
+    prefix = without("bert/pooler/", "bert/encoder/layer_1/output/dense/kernel")
+    message = r"1 model variables are not in the checkpoint: bert/encoder/layer_1/output/dense/kernel Nothing"
+    with pytest.raises(ValueError, match=message):
+        load_google_checkpoint(BertModel(tiny_config()), prefix)
+    with pytest.raises(
+        ValueError, match=r"1 encoder variables are not in the checkpoint \(bert/encoder/layer_1/"
+    ):
+        open_pretrained(mf.GOOGLE_TINY_CONFIG, init_checkpoint=prefix)
+    prefix = without("bert/pooler/dense/bias")  # half a pooler is no model's
+    with pytest.raises(
+        ValueError, match=r"1 model variables are not in the checkpoint: bert/pooler/dense/bias"
+    ):
+        load_google_checkpoint(BertModel(tiny_config()), prefix)
+
+
+def test_a_checkpoint_written_in_parts_is_one_checkpoint_with_a_data_file_per_part(fixtures_dir, tmp_path):
+    values = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+    prefix = str(tmp_path / "parts.ckpt")
+    write_checkpoint(prefix, list(values.items()), part_bytes=20_000)
+    data = sorted(name for name in os.listdir(tmp_path) if ".data-" in name)
+    assert len(data) > 2 and data[0].endswith(f"-of-{len(data):05d}")
+    assert sorted(os.listdir(tmp_path)) == sorted([*data, "parts.ckpt.index"])
+    written = reference.load_checkpoint_weights(prefix)
+    assert sorted(written) == sorted(values)
+    assert all(written[name].tobytes() == values[name].tobytes() for name in values)
+    write_checkpoint(prefix, list(values.items()))  # over it, in one part: the others go
+    assert sorted(os.listdir(tmp_path)) == ["parts.ckpt.data-00000-of-00001", "parts.ckpt.index"]
 
 
 @pytest.mark.parametrize(

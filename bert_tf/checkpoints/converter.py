@@ -5,6 +5,7 @@ the math, not from the Keras code) on generated inputs with padding, and the lar
 difference of each component is reported.
 """
 
+import ctypes
 import dataclasses
 import logging
 import os
@@ -13,15 +14,18 @@ import keras
 import numpy as np
 
 from bert_tf import files
-from bert_tf.checkpoints import reference
+from bert_tf.checkpoints import hf, reference
 from bert_tf.checkpoints.google import (
     checkpoint_output_prefix,
     checkpoint_value,
     load_google_checkpoint,
+    open_checkpoint,
     resolve_checkpoint_prefix,
     save_google_checkpoint,
+    write_checkpoint,
+    write_checkpoint_state,
 )
-from bert_tf.checkpoints.pretrained import load_keras_bert
+from bert_tf.checkpoints.pretrained import is_keras_file, load_keras_bert, open_pretrained
 from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.options import option
@@ -108,7 +112,7 @@ def verify_against_reference(model, weights, config, inputs, tolerance=DEFAULT_T
 
     Args:
       model: A `BertModel` or `BertPretrainer` holding `weights`.
-      weights: Google name -> array, as `reference.load_checkpoint_weights` returns.
+      weights: Google name -> array (`reference.CheckpointWeights`, or a dict).
       config: The `BertConfig` of both.
       inputs: As `make_check_inputs` returns.
       tolerance: Bound for `Verification.ok`.
@@ -130,7 +134,8 @@ def verify_against_reference(model, weights, config, inputs, tolerance=DEFAULT_T
     pairs = [("bert/embeddings", got["embedding_output"], want["embedding_output"])]
     for i, layer_output in enumerate(got["all_encoder_layers"]):
         pairs.append((f"bert/encoder/layer_{i}", layer_output, want[f"encoder_layer_{i}"]))
-    pairs.append(("bert/pooler", got["pooled_output"], want["pooled_output"]))
+    if "pooled_output" in want:  # a checkpoint without a pooler leaves it untrained
+        pairs.append(("bert/pooler", got["pooled_output"], want["pooled_output"]))
     if with_heads:
         pairs.append(("cls/predictions", got["masked_lm_log_probs"], want["masked_lm_log_probs"]))
         pairs.append(
@@ -178,6 +183,7 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
         files.check_output_path(output, "--output")
     # The weights are read where the model loads them (a training checkpoint's shard of
     # optimizer slots is not needed), and checked against the reference, which reads them too.
+    free_large_blocks_promptly()
     config = BertConfig.from_json_file(bert_config_file)
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
@@ -187,8 +193,8 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
     # see (the reference reads the same config).
     report = load_google_checkpoint(model, prefix)
     # The reference reads the checkpoint itself, so a loading mistake cannot hide; it reads the
-    # weights the model took (not a training checkpoint's optimizer slots).
-    weights = reference.load_checkpoint_weights(prefix, report.loaded)
+    # weights the model took (not a training checkpoint's optimizer slots), one at a time.
+    weights = reference.CheckpointWeights(prefix, report.loaded)
     verification = verify_against_reference(
         model, weights, config, make_check_inputs(config, seed=seed), tolerance
     )
@@ -248,6 +254,153 @@ def keras_to_google(keras_model, output_checkpoint):
     return keras_model, output_checkpoint
 
 
+# `hf_to_google` writes the checkpoint in parts of this size (`write_checkpoint`): a BERT-Large
+# then converts within 2.5x its weights' size (benchmarks/RESULTS.md).
+WRITE_PART_BYTES = 64 * 2**20
+
+# The files of a converted HF model's `--output_dir`, as Google's releases name them.
+CHECKPOINT_NAME = "bert_model.ckpt"
+CONFIG_NAME = "bert_config.json"
+
+
+@dataclasses.dataclass
+class HfImport:
+    """The result of `hf_to_google`.
+
+    Attributes:
+      model: The `hf.HfModel` read (its `weights` dropped once written).
+      conversion: The check of the written checkpoint (`google_to_keras`).
+      written: Whether `output_dir` was written (the check passed).
+    """
+
+    model: hf.HfModel
+    conversion: Conversion
+    written: bool
+
+
+def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
+    """Converts an HF BERT directory to the original's files and checks them numerically.
+
+    `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
+    (the original's names), the `checkpoint` state file, and `labels.txt` for a classifier or
+    tagger; all of them or, if anything fails or the check is above `tolerance`, none.
+
+    Args:
+      hf_model: The HF model directory (`hf.read_hf_model`).
+      output_dir: The directory to write; it must not exist, or be empty.
+      tolerance: Largest allowed difference from the float64 reference.
+      seed: Seed of the generated check inputs.
+
+    Returns:
+      An `HfImport`.
+
+    Raises:
+      ValueError: Bad input (`hf.read_hf_model`) or an output directory that cannot be written;
+        the message names the file and key.
+    """
+    free_large_blocks_promptly()
+    model = hf.read_hf_model(hf_model)
+    tmp = files.prepare_output_dir(output_dir, "--output_dir")
+    try:
+        prefix = os.path.join(tmp, CHECKPOINT_NAME)
+        # In parts, each array copied by TensorFlow only while its part is written; none is kept
+        # for the check, which loads the checkpoint written.
+        write_checkpoint(prefix, list(model.weights.items()), part_bytes=WRITE_PART_BYTES)
+        model.weights = None
+        write_checkpoint_state(tmp, [CHECKPOINT_NAME])
+        model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))
+        hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
+        if model.labels is not None:
+            hf.write_lines(os.path.join(tmp, hf.LABELS_FILE), model.labels)
+        conversion = google_to_keras(os.path.join(tmp, CONFIG_NAME), prefix, tolerance=tolerance, seed=seed)
+        # The report names the files where they will be.
+        conversion.load_report.checkpoint = os.path.join(output_dir, CHECKPOINT_NAME)
+        if conversion.verification.ok:
+            files.finish_output_dir(tmp, output_dir)
+    finally:
+        if files.isdir(tmp):
+            files.remove_tree(tmp)
+    return HfImport(model=model, conversion=conversion, written=conversion.verification.ok)
+
+
+def free_large_blocks_promptly():
+    """Has glibc (where it is the C library) give every block of 1 MiB or more its own mapping,
+    returned to the system when freed. By default its threshold grows with the blocks freed, and
+    the blocks below it stay in the heap: a conversion, which frees a model's worth of arrays
+    while it reads, writes and loads (TensorFlow's threads in their own heaps), then holds up to
+    twice the model beyond what it uses (BUILD_NOTES.md, "Hugging Face directories in and out")."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc
+        return
+    m_mmap_threshold = -3  # mallopt's parameter number, which also stops the threshold's growth
+    libc.mallopt(m_mmap_threshold, 1 << 20)
+
+
+def google_to_hf(
+    bert_config_file, init_checkpoint, vocab_file, do_lower_case, hf_output_dir, labels_file=None
+):
+    """Writes a Google checkpoint as an HF BERT directory (`hf.write_hf_model`).
+
+    The architecture follows the checkpoint's head (`hf.architecture_of`); a classifier's or
+    tagger's labels are `labels_file`'s, else HF's defaults (`LABEL_0`, ...).
+
+    Args:
+      bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
+        (`open_pretrained`); `init_checkpoint` is a Google checkpoint.
+      do_lower_case: The tokenizer's setting, written to `tokenizer_config.json`.
+      hf_output_dir: The directory to write; it must not exist, or be empty.
+      labels_file: One label a line, in the head's order (e.g. a converted model's `labels.txt`).
+
+    Returns:
+      The `hf.HfModel` written (its `unused` lists the checkpoint's weights not written).
+
+    Raises:
+      ValueError: Bad or missing input, naming the flag or file; nothing is written then.
+    """
+    if not (bert_config_file and init_checkpoint and vocab_file) or do_lower_case is None:
+        raise ValueError(
+            "--hf_output_dir needs --bert_config_file, --init_checkpoint, --vocab_file and --do_lower_case"
+        )
+    if is_keras_file(init_checkpoint):
+        raise ValueError(
+            f"--init_checkpoint={init_checkpoint}: write a .keras model as a Google checkpoint first "
+            "(--keras_model), then convert that"
+        )
+    pretrained = open_pretrained(bert_config_file, vocab_file, do_lower_case, init_checkpoint)
+    prefix = resolve_checkpoint_prefix(init_checkpoint)
+    reader = open_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    # Optimizer slots are named below their weight; the step counter is none.
+    names = [n for n in shapes if n != "global_step" and not ("/" in n and n.rsplit("/", 1)[0] in shapes)]
+    architecture = hf.architecture_of(names)
+    spec = hf.ARCHITECTURES[architecture]
+    wanted = [google for google, _, _ in hf.name_map(pretrained.config, architecture)]
+    weights = {name: reader.get_tensor(name) for name in wanted if name in shapes}
+    labels = None
+    if spec.labels:
+        outputs = shapes[f"{spec.task_head}output_bias"][0]
+        labels = hf.read_labels(labels_file) if labels_file else [f"LABEL_{i}" for i in range(outputs)]
+        if len(labels) != outputs:
+            raise ValueError(
+                f"--labels_file: {labels_file} names {len(labels)} labels, the checkpoint's "
+                f"{spec.task_head}output_weights has {outputs}"
+            )
+    elif labels_file:
+        raise ValueError(f"--labels_file: the checkpoint's model, a {architecture}, has no labels")
+    model = hf.HfModel(
+        config=pretrained.config,
+        architecture=architecture,
+        weights=weights,
+        vocab=hf.read_vocab_tokens(vocab_file),
+        do_lower_case=do_lower_case,
+        labels=labels,
+        unused=sorted(set(names) - set(weights)),
+    )
+    hf.write_hf_model(model, hf_output_dir)
+    return model
+
+
 @dataclasses.dataclass
 class ConvertOptions:
     """The flags of `tools/convert_checkpoint.py`."""
@@ -261,6 +414,18 @@ class ConvertOptions:
     )
     seed: int = option(0, "Seed of the generated check inputs.")
     print_parameters: bool = option(True, "Print the parameter count per component.")
+    hf_model: str = option(
+        None, "A Hugging Face BERT directory (config.json, model.safetensors, ...) to convert."
+    )
+    output_dir: str = option(
+        None, "With --hf_model: the directory to write the Google checkpoint and files to."
+    )
+    hf_output_dir: str = option(None, "The Hugging Face directory to write the Google checkpoint to.")
+    vocab_file: str = option(None, "With --hf_output_dir: the checkpoint's vocab.txt.")
+    do_lower_case: bool = option(None, "With --hf_output_dir: whether the tokenizer lower-cases.")
+    labels_file: str = option(
+        None, "With --hf_output_dir: the classifier's or tagger's labels, one a line in order (labels.txt)."
+    )
 
 
 def run_convert(options):
@@ -268,7 +433,9 @@ def run_convert(options):
 
     Google -> Keras (`--init_checkpoint`): the load report, the parameter table and the numeric
     check against the float64 reference, then the output written. Keras -> Google
-    (`--keras_model`): the checkpoint written and read back.
+    (`--keras_model`): the checkpoint written and read back. HF -> Google (`--hf_model`): the
+    HF tensors not used, then as Google -> Keras, and the `--do_lower_case` the other tools
+    need. Google -> HF (`--hf_output_dir`): the weights not written, and the directory.
 
     Returns:
       The exit status: 1 when the check is above tolerance, else 0.
@@ -276,28 +443,64 @@ def run_convert(options):
     Raises:
       ValueError: Bad flags or files, naming them.
     """
-    from bert_tf.checkpoints import parameters
-
+    if sum(bool(source) for source in (options.keras_model, options.hf_model, options.hf_output_dir)) > 1:
+        raise ValueError("give one of --keras_model, --hf_model and --hf_output_dir")
+    if options.hf_output_dir:
+        model = google_to_hf(
+            options.bert_config_file,
+            options.init_checkpoint,
+            options.vocab_file,
+            options.do_lower_case,
+            options.hf_output_dir,
+            options.labels_file,
+        )
+        if model.unused:
+            print(f"{len(model.unused)} checkpoint weights are not written: {', '.join(model.unused)}")
+        print(f"Wrote {options.hf_output_dir}: a {model.architecture} (read back identically).")
+        return 0
     if options.keras_model:
         if not options.output:
             raise ValueError("--keras_model needs --output (the Google checkpoint prefix to write)")
         model, prefix = keras_to_google(options.keras_model, options.output)
         print(f"Wrote {len(model.weights)} variables to {prefix} (read back identically).")
         return 0
-    if not (options.bert_config_file and options.init_checkpoint):
-        raise ValueError("give --bert_config_file and --init_checkpoint, or --keras_model")
     tolerance = DEFAULT_TOLERANCE if options.tolerance is None else options.tolerance
+    if options.hf_model:
+        if not options.output_dir:
+            raise ValueError("--hf_model needs --output_dir (the directory to write)")
+        imported = hf_to_google(options.hf_model, options.output_dir, tolerance, options.seed)
+        model = imported.model
+        print(f"Read {options.hf_model}: a {model.architecture}.")
+        if model.unused:
+            print(f"{len(model.unused)} HF tensors are not used: {', '.join(model.unused)}")
+        else:
+            print("Every HF tensor is used.")
+        _print_check(imported.conversion, options.print_parameters)
+        if not imported.written:
+            return 1
+        print(f"Wrote {options.output_dir}. Give the other tools:")
+        print(f"--do_lower_case={str(model.do_lower_case).lower()}")
+        return 0
+    if not (options.bert_config_file and options.init_checkpoint):
+        raise ValueError("give --bert_config_file and --init_checkpoint, --keras_model or --hf_model")
     result = google_to_keras(
         options.bert_config_file, options.init_checkpoint, options.output, tolerance, options.seed
     )
-    print(result.load_report)
-    if options.print_parameters:
-        # The pretraining heads are counted where the checkpoint has them.
-        with_heads = isinstance(result.model, BertPretrainer)
-        print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config, with_heads)))
-    print(result.verification.format_table())
+    _print_check(result, options.print_parameters)
     if not result.verification.ok:
         return 1
     if options.output:
         print(f"Wrote {options.output}")
     return 0
+
+
+def _print_check(result, print_parameters):
+    """Prints a `Conversion`'s load report, parameter table and numeric check."""
+    from bert_tf.checkpoints import parameters
+
+    print(result.load_report)
+    if print_parameters:
+        # The pretraining heads are counted where the checkpoint has them.
+        with_heads = isinstance(result.model, BertPretrainer)
+        print(parameters.format_parameter_table(parameters.parameter_counts(result.model.config, with_heads)))
+    print(result.verification.format_table())

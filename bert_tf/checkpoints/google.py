@@ -9,6 +9,7 @@ are the lower level: any list of named tensors out, any name-based checkpoint in
 
 import collections
 import dataclasses
+import logging
 import os
 import re
 
@@ -17,8 +18,14 @@ import tensorflow as tf
 
 from bert_tf import errors, files
 
+logger = logging.getLogger(__name__)
+
 # What follows a checkpoint's prefix in the names of its files.
 _DATA_OR_INDEX_SUFFIX = re.compile(r"\.(index|data-\d{5}-of-\d{5})$")
+
+# The pooler's variables: the one part of the encoder a checkpoint may lack (Hugging Face builds its
+# token classification, QA and masked LM models without it).
+POOLER_SCOPE = "bert/pooler/"
 
 
 @dataclasses.dataclass
@@ -30,8 +37,8 @@ class LoadReport:
       loaded: Names of the model variables assigned, in the model's order.
       unused: Checkpoint variables the model does not have (heads it lacks, optimizer
         slots, `global_step`), sorted.
-      missing: Model variables the checkpoint lacks (only with `strict=False`); they keep
-        their initial values.
+      missing: Model variables the checkpoint lacks (a task's head with `strict=False`, or the
+        pooler); they keep their initial values.
     """
 
     checkpoint: str
@@ -195,7 +202,10 @@ def load_google_checkpoint(model, path, strict=True, allow_unused=True):
 
     Either way the model and the checkpoint hold the same `bert/` weights: one left out on
     either side means a `bert_config.json` of another depth (or another model) than the
-    checkpoint's, which no setting loads into a working encoder.
+    checkpoint's, which no setting loads into a working encoder. The one exception is the
+    pooler: a checkpoint without any `bert/pooler/*` (a Hugging Face model built without it)
+    loads whatever `strict` says; the pooler keeps its initial values, listed in `missing`, and
+    a warning says the pooled output is untrained.
 
     Returns:
       A `LoadReport`.
@@ -239,6 +249,10 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
             f"variables (e.g. {names[0]}) is in it; it holds {sample}"
         )
     missing = [name for name in names if name not in shapes]
+    # The pooler alone may be left out (`load_google_checkpoint`), only as a whole.
+    pooler = [name for name in names if name.startswith(POOLER_SCOPE)]
+    untrained_pooler = bool(pooler) and all(name in missing for name in pooler)
+    required = [name for name in missing if not (untrained_pooler and name.startswith(POOLER_SCOPE))]
     mismatched = [
         (weight.path, list(shapes[weight.path]), list(weight.shape))
         for weight in weights
@@ -252,11 +266,11 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
             + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else "")
             + ". Does the bert_config.json match this checkpoint?"
         )
-    if missing and strict:
+    if required and strict:
         problems.append(
-            f"{len(missing)} model variables are not in the checkpoint: "
-            + ", ".join(missing[:5])
-            + (" ..." if len(missing) > 5 else "")
+            f"{len(required)} model variables are not in the checkpoint: "
+            + ", ".join(required[:5])
+            + (" ..." if len(required) > 5 else "")
         )
     used = set(present)
     report = LoadReport(
@@ -268,7 +282,7 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     unused = report.unused_weights
     # The encoder is all or nothing (see the docstring). Under `strict` every missing weight is
     # named above, and without `allow_unused` every left-over one below.
-    model_only = [name for name in missing if name.startswith("bert/")]
+    model_only = [name for name in required if name.startswith("bert/")]
     checkpoint_only = [name for name in unused if name.startswith("bert/")]
     if model_only and not strict:
         problems.append(_left_out("model", "checkpoint", model_only))
@@ -283,27 +297,38 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     if problems:
         raise ValueError(f"{source}: " + " ".join(problems) + " Nothing was loaded.")
 
-    values = []
-    for weight in weights:
-        if weight.path in shapes:
-            try:
-                value = read(weight.path)
-            except (tf.errors.OpError, IndexError, ValueError) as e:
-                raise ValueError(
-                    f"{source}: cannot read {weight.path} ({errors.reason(e)}); "
-                    "the data file is truncated or corrupt. Nothing was loaded."
-                ) from None
-            values.append((weight, np.asarray(value, dtype=weight.dtype)))
-    for weight, value in values:
-        weight.assign(value)
+    def value_of(weight):
+        try:
+            return np.asarray(read(weight.path), dtype=weight.dtype)
+        except (tf.errors.OpError, IndexError, ValueError) as e:
+            raise ValueError(
+                f"{source}: cannot read {weight.path} ({errors.reason(e)}); "
+                "the data file is truncated or corrupt. Nothing was loaded."
+            ) from None
+
+    # Every value is read before the first is assigned, and read again to assign it, so that
+    # the checkpoint's values and the model's weights are never both held whole (a BERT-Large
+    # loads within its own size and one tensor).
+    loaded = [weight for weight in weights if weight.path in shapes]
+    for weight in loaded:
+        value_of(weight)
+    for weight in loaded:
+        weight.assign(value_of(weight))
+    if untrained_pooler:
+        logger.warning(
+            "%s: no %s* (a model built without a pooler): the pooler keeps its initial values, so "
+            "the pooled output is untrained (tagging and SQuAD do not use it; a classifier does)",
+            source,
+            POOLER_SCOPE,
+        )
     return report
 
 
-def write_checkpoint(prefix, named_tensors):
+def write_checkpoint(prefix, named_tensors, part_bytes=None):
     """Writes `(name, value)` pairs as a TF1 name-based checkpoint, complete or not at all.
 
     The files are written under a temporary prefix beside `prefix`, then renamed into place,
-    the data file first: a prefix is only a checkpoint once its index exists, so a reader never
+    the data files first: a prefix is only a checkpoint once its index exists, so a reader never
     sees a half-written one (on GCS, where a rename is a copy, the index still comes last). A
     checkpoint already at `prefix` loses its index before its data is replaced (a reader finds
     it whole, or no checkpoint, or the new one whole), and its other data shards after.
@@ -313,6 +338,10 @@ def write_checkpoint(prefix, named_tensors):
         `prefix.data-00000-of-00001`, replacing a checkpoint already there.
       named_tensors: `(name, value)` pairs; each value is anything `tf.convert_to_tensor`
         takes (a NumPy array keeps its dtype).
+      part_bytes: If given, the values are written in parts of about this many bytes, each
+        converted to a tensor only while its part is written (TensorFlow copies a NumPy array),
+        and the parts merged into one checkpoint with a data file per part
+        (`prefix.data-00000-of-0000N`, as the original's sharded checkpoints).
 
     Returns:
       `prefix`.
@@ -324,29 +353,63 @@ def write_checkpoint(prefix, named_tensors):
     duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"{prefix}: duplicate variable names {duplicates}")
+    parts = [[]]
+    for name, value in named_tensors:
+        if part_bytes and parts[-1] and sum(np.asarray(v).nbytes for _, v in parts[-1]) >= part_bytes:
+            parts.append([])
+        parts[-1].append((name, value))
     directory = os.path.dirname(prefix)
     if directory:
         files.makedirs(directory)
     tmp_prefix = files.temporary_path(prefix)
-    try:
+
+    def save(part_prefix, part):
         tf.raw_ops.SaveV2(
-            prefix=tmp_prefix,
-            tensor_names=names,
-            shape_and_slices=[""] * len(names),
-            tensors=[tf.convert_to_tensor(value) for _, value in named_tensors],
+            prefix=part_prefix,
+            tensor_names=[name for name, _ in part],
+            shape_and_slices=[""] * len(part),
+            tensors=[tf.convert_to_tensor(value) for _, value in part],
         )
-        data, index = ".data-00000-of-00001", ".index"
+
+    try:
+        if len(parts) == 1:
+            save(tmp_prefix, parts[0])
+        else:
+            part_prefixes = [f"{tmp_prefix}.part-{i}" for i in range(len(parts))]
+            for part_prefix, part in zip(part_prefixes, parts, strict=True):
+                save(part_prefix, part)
+            tf.raw_ops.MergeV2Checkpoints(
+                checkpoint_prefixes=part_prefixes, destination_prefix=tmp_prefix, delete_old_dirs=False
+            )
+        data = [path[len(tmp_prefix) :] for path in files.glob(tmp_prefix + ".data-*-of-*")]
+        index = ".index"
         if files.exists(prefix + index):
             files.remove(prefix + index)
-        for suffix in (data, index):
+        for suffix in [*data, index]:
             files.rename(tmp_prefix + suffix, prefix + suffix)
         for stale in files.glob(prefix + ".data-*-of-*"):
-            if stale != prefix + data:
+            if stale[len(prefix) :] not in data:
                 files.remove(stale)
     finally:
         for leftover in files.glob(tmp_prefix + ".*"):
             files.remove(leftover)
     return prefix
+
+
+def write_checkpoint_state(directory, names):
+    """Writes `directory/checkpoint`, the state file that names the latest checkpoint there (what
+    `tf.train.latest_checkpoint` and `resolve_checkpoint_prefix` read), through a temporary name.
+
+    Args:
+      directory: The checkpoints' directory, local or not.
+      names: The checkpoint prefixes' base names, oldest first: the last is the latest. They are
+        written relative to the directory, so it can be moved.
+    """
+    # The CheckpointState text proto.
+    lines = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]
+    state_file = os.path.join(directory, "checkpoint")
+    with files.atomic_output(state_file) as tmp, files.open_file(tmp, "w") as writer:
+        writer.write("\n".join(lines) + "\n")
 
 
 def checkpoint_value(weight):

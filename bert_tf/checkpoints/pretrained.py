@@ -24,6 +24,7 @@ import keras
 from bert_tf import errors, files
 from bert_tf.checkpoints import parameters
 from bert_tf.checkpoints.google import (
+    POOLER_SCOPE,
     assign_named_values,
     check_complete,
     load_google_checkpoint,
@@ -127,7 +128,8 @@ def check_vocab_and_length(config, vocab_file, max_seq_length):
 
 
 def _check_encoder_shapes(where, shapes, config):
-    """Raises unless the checkpoint's `bert/` variables are the config's encoder, by name and shape."""
+    """Raises unless the checkpoint's `bert/` variables are the config's encoder, by name and shape
+    (the pooler may be left out as a whole: `load_google_checkpoint`)."""
     expected = dict(parameters.variable_shapes(config, with_heads=False))
     found = {name: tuple(shape) for name, shape in shapes.items() if name.startswith("bert/")}
     # A training checkpoint's optimizer slots (`<weight>/adam_m`, ...) are named below a weight.
@@ -141,6 +143,9 @@ def _check_encoder_shapes(where, shapes, config):
         if name in found and found[name] != shape
     ]
     missing = sorted(set(expected) - set(found))
+    # The pooler may be left out as a whole (it loads with a warning).
+    if not any(name.startswith(POOLER_SCOPE) for name in found):
+        missing = [name for name in missing if not name.startswith(POOLER_SCOPE)]
     extra = sorted(set(found) - set(expected))
     if missing:
         problems.append(

@@ -5,6 +5,7 @@ come as a dict from Google checkpoint names to arrays; nothing here depends on K
 only (no dropout).
 """
 
+import collections.abc
 import math
 
 import numpy as np
@@ -60,7 +61,11 @@ class _Weights:
 
     def dense(self, scope, x):
         """`x K + b` for the kernel [in, out] and bias [out] under `scope`."""
-        return x @ self(f"{scope}/kernel") + self(f"{scope}/bias")
+        kernel = self(f"{scope}/kernel")
+        # One product of all the rows (NumPy multiplies a [B, S, in] array by a matrix one
+        # [S, in] block at a time, at half the rate for BERT-Large's shapes).
+        rows = x.reshape(-1, x.shape[-1]) @ kernel
+        return rows.reshape(*x.shape[:-1], kernel.shape[-1]) + self(f"{scope}/bias")
 
     def layer_norm(self, scope, x):
         return layer_norm(x, self(f"{scope}/LayerNorm/gamma"), self(f"{scope}/LayerNorm/beta"))
@@ -154,10 +159,10 @@ def reference_forward(
 
     Returns:
       A dict of float64 arrays keyed as the fixture `reference_outputs.npz`:
-      `embedding_output`, `encoder_layer_{i}`, `sequence_output`, `pooled_output`, and as the
-      optional inputs allow `masked_lm_log_probs`, `next_sentence_log_probs`,
-      `masked_lm_example_loss`, `masked_lm_loss`, `next_sentence_example_loss`,
-      `next_sentence_loss`, `total_loss`.
+      `embedding_output`, `encoder_layer_{i}`, `sequence_output`, `pooled_output` (where the
+      weights have a pooler), and as the optional inputs allow `masked_lm_log_probs`,
+      `next_sentence_log_probs`, `masked_lm_example_loss`, `masked_lm_loss`,
+      `next_sentence_example_loss`, `next_sentence_loss`, `total_loss`.
     """
     w = _Weights(weights)
     input_ids = np.asarray(input_ids)
@@ -170,6 +175,8 @@ def reference_forward(
         x = transformer_layer(w, f"bert/encoder/layer_{i}", x, input_mask, config)
         out[f"encoder_layer_{i}"] = x
     out["sequence_output"] = x
+    if "bert/pooler/dense/kernel" not in w:  # a checkpoint without a pooler
+        return out
     out["pooled_output"] = pooler(w, x)
 
     if masked_lm_positions is None or "cls/predictions/output_bias" not in w:
@@ -199,6 +206,33 @@ def checkpoint_variable_names(path):
     return set(open_checkpoint(path).get_variable_to_shape_map())
 
 
+class CheckpointWeights(collections.abc.Mapping):
+    """Variables of a Google checkpoint by name, each read when it is looked up: a model's
+    weights are never all in memory (`reference_forward` uses one at a time).
+
+    Args:
+      path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
+      names: The variables it holds for the lookup; None: every one.
+    """
+
+    def __init__(self, path, names=None):
+        from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
+
+        self._reader = open_checkpoint(path)
+        self._names = list(self._reader.get_variable_to_shape_map() if names is None else names)
+
+    def __getitem__(self, name):
+        if name not in self._names:
+            raise KeyError(name)
+        return self._reader.get_tensor(name)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+
 def load_checkpoint_weights(path, names=None):
     """Variables of a Google checkpoint, as `{name: np.ndarray}`.
 
@@ -206,9 +240,4 @@ def load_checkpoint_weights(path, names=None):
       path: The checkpoint prefix (e.g. `.../bert_model.ckpt`).
       names: The variables to read; None: every one.
     """
-    from bert_tf.checkpoints.google import open_checkpoint  # only the readers need TensorFlow
-
-    reader = open_checkpoint(path)
-    if names is None:
-        names = reader.get_variable_to_shape_map()
-    return {name: reader.get_tensor(name) for name in names}
+    return dict(CheckpointWeights(path, names))

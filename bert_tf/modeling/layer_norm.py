@@ -10,6 +10,10 @@ def _float32_sum(summands):
     return sum(ops.cast(s, "float32") for s in summands)
 
 
+# Added to the variance: the original's value, which every LayerNorm of the model uses.
+EPSILON = 1e-12
+
+
 def _layer_norm_forward(gamma, beta, *summands, epsilon):
     """`(y, normalized, inverse_std)` of `x = sum(summands)`, all float32:
     `y = gamma * normalized + beta`, `normalized = (x - mean) * inverse_std`,
@@ -104,7 +108,7 @@ class LayerNorm(keras.layers.Layer):
     same function as oneDNN's LayerNorm kernel (`bert_tf.onednn.layer_norm`).
     """
 
-    def __init__(self, hidden_size, epsilon=1e-12, name="LayerNorm", **kwargs):
+    def __init__(self, hidden_size, epsilon=EPSILON, name="LayerNorm", **kwargs):
         """Args:
         hidden_size: Size of the last axis.
         epsilon: Added to the variance; the original uses 1e-12.

@@ -23,14 +23,12 @@ import tensorflow as tf
 
 from bert_tf import errors
 from bert_tf.checkpoints import load_google_checkpoint
-from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint
+from bert_tf.checkpoints.google import open_checkpoint, write_checkpoint, write_checkpoint_state
 from bert_tf.files import (
     absolute,
-    atomic_output,
     exists,
     glob,
     makedirs,
-    open_file,
     remove,
     rename,
     temporary_path,
@@ -194,11 +192,7 @@ class TrainingCheckpoints:
         name = os.path.basename(prefix)
         names = [n for n in names if n != name] + [name]
         kept = names[-self.keep_checkpoint_max :] if self.keep_checkpoint_max else names
-        # The CheckpointState text proto, with names relative to the directory (so it can be
-        # moved), under a temporary name renamed into place.
-        lines = [f'model_checkpoint_path: "{name}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in kept]
-        with atomic_output(os.path.join(self.directory, "checkpoint")) as tmp, open_file(tmp, "w") as writer:
-            writer.write("\n".join(lines) + "\n")
+        write_checkpoint_state(self.directory, kept)
         for old in names:
             if old not in kept:
                 for path in glob(os.path.join(self.directory, old + ".*")) + glob(

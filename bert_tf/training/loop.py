@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import load_google_checkpoint
-from bert_tf.checkpoints.google import open_checkpoint
+from bert_tf.checkpoints.google import POOLER_SCOPE, open_checkpoint
 from bert_tf.checkpoints.pretrained import load_weights
 from bert_tf.errors import JobError
 from bert_tf.files import atomic_output, open_file
@@ -378,7 +378,9 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
     if init_checkpoint:
         logger.info("No checkpoint in %s: starting from %s", output_dir, init_checkpoint)
         report = initialise_weights(model, init_checkpoint)
-        if report.missing:
+        # A pooler left out is the loader's warning; a missing head is this one.
+        missing = [name for name in report.missing if not name.startswith(POOLER_SCOPE)]
+        if missing:
             # The original predicts from such heads as silently; its Estimator draws them afresh
             # on every run, as this does.
             logger.warning(
@@ -387,8 +389,8 @@ def restore_for_inference(model, output_dir, init_checkpoint=None):
                 "fine-tuned checkpoint.",
                 output_dir,
                 init_checkpoint,
-                ", ".join(report.missing),
-                "it is" if len(report.missing) == 1 else "they are",
+                ", ".join(missing),
+                "it is" if len(missing) == 1 else "they are",
             )
     else:
         logger.warning("No checkpoint in %s and no --init_checkpoint: using random weights", output_dir)

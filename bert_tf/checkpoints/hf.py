@@ -1,0 +1,601 @@
+"""Hugging Face BERT model directories in and out: `read_hf_model` reads one into a `BertConfig`,
+the weights under the original's names, the tokenizer's settings and the labels;
+`write_hf_model` writes them back as `save_pretrained` would.
+
+A directory is read as transformers writes it: `config.json`; `model.safetensors`, or its
+shards listed by `model.safetensors.index.json` (`pytorch_model.bin` only through torch, when
+it is installed, unpickled with `weights_only=True`); `vocab.txt`, or `tokenizer.json`'s
+WordPiece vocabulary; `tokenizer_config.json`. Other files are not read.
+
+Names: HF's `bert.encoder.layer.0.attention.self.query.weight` is the original's
+`bert/encoder/layer_0/attention/self/query/kernel`, transposed (a torch `Linear` holds
+[out, in], a TF1 dense kernel [in, out]); `LayerNorm.weight`/`.bias` are `gamma`/`beta`; an
+embedding table is the same array. The heads (`ARCHITECTURES`) take the names the original's
+scripts and bert_tf's tools use: `cls/predictions/*` and `cls/seq_relationship/*` (the
+pretraining heads, whose `[2, H]` weights are [out, in] on both sides), `output_weights`
+(`run_classifier`), `cls/tagging/*` (`run_tagger`), `cls/squad/*` (`run_squad`).
+
+Only what the original's model and tokenizer compute is read: anything else (another
+`model_type`, relative positions, another layer-norm epsilon, a tokenizer other than WordPiece)
+is an error naming the file and key.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import re
+
+import ml_dtypes  # noqa: F401 (NumPy's bfloat16, for safetensors' bfloat16 tensors; TensorFlow's dependency)
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from bert_tf import files
+from bert_tf.checkpoints import parameters
+from bert_tf.checkpoints.google import POOLER_SCOPE
+from bert_tf.config import GOOGLE_KEYS, BertConfig
+from bert_tf.modeling.layer_norm import EPSILON
+from bert_tf.text import tokenization
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+PYTORCH_INDEX = "pytorch_model.bin.index.json"
+VOCAB_FILE = "vocab.txt"
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+# One label a line, in the head's order, beside a converted classifier or tagger.
+LABELS_FILE = "labels.txt"
+
+# HF's `hidden_act` -> bert_tf's: HF's "gelu" is the erf form, its "gelu_new" and
+# "gelu_pytorch_tanh" the original code's tanh form.
+HF_ACTIVATIONS = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+# bert_tf's -> HF's.
+GOOGLE_ACTIVATIONS = {
+    "gelu_exact": "gelu",
+    "gelu": "gelu_new",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+
+_PRETRAINING_HEAD = ("cls/predictions", "cls/seq_relationship")
+_MASKED_LM_HEAD = ("cls/predictions",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """A transformers BERT class and what of the original's checkpoint it holds.
+
+    Attributes:
+      pooler: Whether transformers builds it with the pooler.
+      heads: The original's head scopes it has (`cls/predictions`, ...).
+      task_head: The Google scope of its task head (`""` for run_classifier's top-level
+        `output_weights`), or None.
+      hf_head: The HF module of that task head (`classifier`, `qa_outputs`).
+      labels: Whether the task head's outputs are named labels (`id2label`).
+    """
+
+    pooler: bool
+    heads: tuple = ()
+    task_head: str = None
+    hf_head: str = None
+    labels: bool = False
+
+
+ARCHITECTURES = {
+    "BertModel": Architecture(pooler=True),
+    "BertForPreTraining": Architecture(pooler=True, heads=_PRETRAINING_HEAD),
+    "BertForMaskedLM": Architecture(pooler=False, heads=_MASKED_LM_HEAD),
+    "BertForSequenceClassification": Architecture(True, (), "", "classifier", labels=True),
+    "BertForTokenClassification": Architecture(False, (), "cls/tagging/", "classifier", labels=True),
+    "BertForQuestionAnswering": Architecture(False, (), "cls/squad/", "qa_outputs"),
+}
+
+
+def _hf_encoder_name(google_name):
+    """The HF name of a `bert/` or `cls/` weight of the original, and whether it is transposed."""
+    if google_name == "cls/predictions/output_bias":
+        return "cls.predictions.bias", False
+    name = re.sub(r"layer_(\d+)", r"layer.\1", google_name).replace("/", ".")
+    name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+    if name.endswith(".kernel"):
+        return name[: -len(".kernel")] + ".weight", True
+    if name.endswith("_embeddings"):
+        return name + ".weight", False
+    # cls/seq_relationship/output_weights: [2, H], [out, in] in both.
+    return name.replace("output_weights", "weight").replace("output_bias", "bias"), False
+
+
+def name_map(config, architecture, pooler=None):
+    """The original's names of a model of `architecture` and their HF names.
+
+    Args:
+      config: The `BertConfig`.
+      architecture: A key of `ARCHITECTURES`.
+      pooler: Whether the pooler is included (None: as transformers builds the architecture).
+
+    Returns:
+      A list of `(google_name, hf_name, transposed)` in the original's order.
+    """
+    spec = ARCHITECTURES[architecture]
+    pooler = spec.pooler if pooler is None else pooler
+    names = [name for name, _ in parameters.variable_shapes(config, with_heads=bool(spec.heads))]
+    names = [
+        name
+        for name in names
+        if (pooler or not name.startswith(POOLER_SCOPE))
+        and (name.startswith("bert/") or name.startswith(tuple(h + "/" for h in spec.heads)))
+    ]
+    rows = [(name, *_hf_encoder_name(name)) for name in names]
+    if spec.task_head is not None:
+        rows += [
+            (f"{spec.task_head}output_weights", f"{spec.hf_head}.weight", False),
+            (f"{spec.task_head}output_bias", f"{spec.hf_head}.bias", False),
+        ]
+    return rows
+
+
+@dataclasses.dataclass
+class HfModel:
+    """A BERT in the original's terms, as read from (or written to) an HF directory.
+
+    Attributes:
+      config: The `BertConfig` (the original's keys only).
+      architecture: A key of `ARCHITECTURES`.
+      weights: The original's name -> float32 array, in the original's order.
+      vocab: The WordPiece tokens in id order.
+      do_lower_case: The original tokenizer's setting that reproduces HF's tokenizer.
+      labels: The task head's labels in id order (`id2label`), or None.
+      unused: HF tensors not converted (e.g. `embeddings.position_ids`), sorted.
+    """
+
+    config: BertConfig
+    architecture: str
+    weights: dict
+    vocab: list
+    do_lower_case: bool
+    labels: list = None
+    unused: list = dataclasses.field(default_factory=list)
+
+
+def _read_json(path):
+    try:
+        with files.open_file(path) as reader:
+            data = json.load(reader)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
+
+
+def read_hf_config(directory):
+    """Reads `config.json` into the original's config, the architecture and the labels.
+
+    Returns:
+      `(config, architecture, labels or None)`.
+
+    Raises:
+      ValueError: The file is missing, or describes what the original's model does not compute;
+        the message names the file and the key.
+    """
+    path = os.path.join(directory, CONFIG_FILE)
+    if not files.isfile(path):
+        raise ValueError(f"{directory}: no {CONFIG_FILE} (not a Hugging Face model directory)")
+    data = _read_json(path)
+
+    def refuse(key, why):
+        raise ValueError(f"{path}: {key} {data.get(key)!r} {why}")
+
+    if data.get("model_type") != "bert":
+        refuse("model_type", "is not supported: only 'bert' (the original's BERT) converts")
+    if data.get("position_embedding_type", "absolute") != "absolute":
+        refuse(
+            "position_embedding_type", "is not supported: the original's model has 'absolute' positions only"
+        )
+    if data.get("layer_norm_eps", EPSILON) != EPSILON:
+        refuse("layer_norm_eps", f"is not supported: the original's model uses {EPSILON:g}")
+    for key in ("is_decoder", "add_cross_attention"):
+        if data.get(key):
+            refuse(key, "is not supported: the original's BERT is an encoder only")
+    if data.get("hidden_act") not in HF_ACTIVATIONS:
+        refuse("hidden_act", f"is not supported: the original's model computes {', '.join(HF_ACTIVATIONS)}")
+    architectures = data.get("architectures") or ["BertModel"]
+    if len(architectures) != 1 or architectures[0] not in ARCHITECTURES:
+        refuse("architectures", f"is not supported: one of {', '.join(ARCHITECTURES)}")
+    architecture = architectures[0]
+    google = {key: data[key] for key in GOOGLE_KEYS if key in data and key != "hidden_act"}
+    try:
+        config = BertConfig(**google, hidden_act=HF_ACTIVATIONS[data["hidden_act"]])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: {e}") from None
+    labels = None
+    if ARCHITECTURES[architecture].labels:
+        id2label = data.get("id2label")
+        if not isinstance(id2label, dict) or not id2label:
+            refuse("id2label", f"must name the labels of a {architecture}")
+        try:
+            ids = sorted(int(key) for key in id2label)
+        except ValueError:
+            refuse("id2label", "must be keyed by the ids 0, 1, ...")
+        if ids != list(range(len(ids))):
+            refuse("id2label", "must be keyed by the ids 0, 1, ...")
+        labels = [str(id2label[str(i)] if str(i) in id2label else id2label[i]) for i in ids]
+    return config, architecture, labels
+
+
+class _Tensors:
+    """The tensors of an HF directory's weight files by name, read one at a time: the first of
+    `model.safetensors`, its index's shards, `pytorch_model.bin` and its index's shards."""
+
+    def __init__(self, directory):
+        self.files = {}  # tensor name -> its file
+        self._readers = {}  # file -> its reader
+        found = [
+            name
+            for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX)
+            if files.isfile(os.path.join(directory, name))
+        ]
+        if not found:
+            raise ValueError(
+                f"{directory}: no weights ({SAFETENSORS_FILE}, {SAFETENSORS_INDEX} or {PYTORCH_FILE})"
+            )
+        weight_files = [found[0]]
+        if found[0].endswith(".index.json"):
+            path = os.path.join(directory, found[0])
+            weight_map = _read_json(path).get("weight_map")
+            if not isinstance(weight_map, dict) or not weight_map:
+                raise ValueError(f"{path}: weight_map must map tensor names to files")
+            weight_files = sorted(set(weight_map.values()))
+        for name in weight_files:
+            path = os.path.join(directory, name)
+            if not files.isfile(path):
+                raise ValueError(f"{path}: no such weight file")
+            reader = _TorchFile(path) if path.endswith(".bin") else _SafetensorsFile(path)
+            self._readers[path] = reader
+            for key in reader.names:
+                if key in self.files:
+                    raise ValueError(f"{path}: tensor {key} is also in {self.files[key]}")
+                self.files[key] = path
+
+    def read(self, name):
+        """The tensor `name` as a NumPy array."""
+        return self._readers[self.files[name]].read(name)
+
+
+class _SafetensorsFile:
+    """A safetensors file, opened for each tensor read: a file kept open keeps the pages of every
+    tensor read so far resident (it is memory-mapped), beside their copies."""
+
+    def __init__(self, path):
+        self.path = path
+        with self._open() as reader:
+            self.names = list(reader.keys())
+
+    def _open(self):
+        try:
+            return safetensors.safe_open(self.path, framework="numpy")
+        except Exception as e:  # safetensors' own error types
+            raise ValueError(f"{self.path}: not a readable safetensors file ({e})") from None
+
+    def read(self, name):
+        with self._open() as reader:
+            return reader.get_tensor(name)
+
+
+class _TorchFile:
+    """A `pytorch_model.bin`, read with torch where it is installed."""
+
+    def __init__(self, path):
+        try:
+            import torch
+        except ImportError:
+            raise ValueError(
+                f"{path}: a pytorch_model.bin is read with torch, which is not installed; a "
+                f"safetensors copy ({SAFETENSORS_FILE}) converts without it"
+            ) from None
+        try:
+            # A pickle from the internet: tensors and containers only, never code.
+            self._state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises anything its unpickler meets
+            raise ValueError(f"{path}: cannot read it with torch.load(weights_only=True) ({e})") from None
+        self.names = list(self._state)
+
+    def read(self, name):
+        return self._state[name].float().numpy()
+
+
+def _hf_weights(directory, config, architecture):
+    """The original's weights of the HF model in `directory` (`name_map`), and the HF tensors
+    left over."""
+    tensors = _Tensors(directory)
+    names = dict.fromkeys(tensors.files)
+    # A BertModel is saved without the `bert.` its heads' classes put before its names.
+    prefix = "" if any(name.startswith("bert.") for name in names) else "bert."
+    # Models saved before transformers 4.x name a layer norm's scale and offset gamma and beta.
+    aliases = {}
+    for name in names:
+        renamed = prefix + name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
+            "LayerNorm.beta", "LayerNorm.bias"
+        )
+        aliases[renamed] = name
+    has_pooler = "bert.pooler.dense.weight" in aliases or "bert.pooler.dense.bias" in aliases
+    weights = {}
+    for google_name, hf_name, transposed in name_map(config, architecture, pooler=has_pooler):
+        if hf_name not in aliases:
+            raise ValueError(f"{directory}: the {architecture} has no tensor {hf_name.removeprefix(prefix)}")
+        source = aliases.pop(hf_name)
+        value = np.asarray(tensors.read(source))
+        value = value.T if transposed else value
+        want = dict(parameters.variable_shapes(config)).get(google_name)
+        if want is not None and tuple(value.shape) != want:
+            raise ValueError(
+                f"{tensors.files[source]}: {source} has shape {list(value.shape)}, the config's model "
+                f"{list(want[::-1] if transposed else want)}"
+            )
+        weights[google_name] = np.ascontiguousarray(value, dtype=np.float32)
+    # The MLM decoder is the word embedding table, as in the original; its bias the head's.
+    tied = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings"}
+    tied["cls.predictions.decoder.bias"] = "cls/predictions/output_bias"
+    for hf_name, google_name in tied.items():
+        if hf_name in aliases and google_name in weights:
+            source = aliases.pop(hf_name)
+            if not np.array_equal(np.asarray(tensors.read(source), np.float32), weights[google_name]):
+                raise ValueError(
+                    f"{tensors.files[source]}: {source} differs from {google_name}'s tensor; the "
+                    "original's masked LM head uses the word embeddings (and the head's bias) itself"
+                )
+    return weights, sorted(aliases.values())
+
+
+def _tokenizer_settings(directory):
+    """The vocabulary in id order and `do_lower_case` (module docstring; warns of what the
+    original's tokenizer does differently)."""
+    vocab_path = os.path.join(directory, VOCAB_FILE)
+    tokenizer_path = os.path.join(directory, TOKENIZER_FILE)
+    config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    tokenizer_config = _read_json(config_path) if files.isfile(config_path) else {}
+    tokenizer = _read_json(tokenizer_path) if files.isfile(tokenizer_path) else None
+    normalizer = {}
+    if tokenizer is not None:
+        model = tokenizer.get("model") or {}
+        if model.get("type") != "WordPiece":
+            raise ValueError(
+                f"{tokenizer_path}: model.type {model.get('type')!r} is not supported: the original's "
+                "tokenizer is WordPiece"
+            )
+        if model.get("continuing_subword_prefix", "##") != "##":
+            raise ValueError(
+                f"{tokenizer_path}: model.continuing_subword_prefix "
+                f"{model['continuing_subword_prefix']!r} is not supported: the original's is '##'"
+            )
+        normalizer = tokenizer.get("normalizer") or {}
+    if files.isfile(vocab_path):
+        vocab = read_vocab_tokens(vocab_path)
+    elif tokenizer is not None:
+        token_ids = tokenizer["model"].get("vocab") or {}
+        if not isinstance(token_ids, dict) or not token_ids:
+            raise ValueError(f"{tokenizer_path}: model.vocab must map the tokens to their ids")
+        vocab = _tokens_by_id(token_ids)
+    else:
+        raise ValueError(
+            f"{directory}: no {VOCAB_FILE} or {TOKENIZER_FILE}: the original's tokenizer needs a "
+            "WordPiece vocabulary"
+        )
+    if "do_lower_case" in tokenizer_config:
+        do_lower_case, where = bool(tokenizer_config["do_lower_case"]), f"{config_path}: do_lower_case"
+        strip_accents = tokenizer_config.get("strip_accents")
+    elif "lowercase" in normalizer:
+        do_lower_case, where = bool(normalizer["lowercase"]), f"{tokenizer_path}: normalizer.lowercase"
+        strip_accents = normalizer.get("strip_accents")
+    else:
+        do_lower_case, where, strip_accents = True, None, None
+        logger.warning(
+            "%s: neither %s nor %s says whether the tokenizer lower-cases: BertTokenizer's "
+            "default, do_lower_case=true, is taken",
+            directory,
+            TOKENIZER_CONFIG_FILE,
+            TOKENIZER_FILE,
+        )
+    # HF's strip_accents None follows lowercase, as the original's do_lower_case does both.
+    if strip_accents is not None and bool(strip_accents) != do_lower_case:
+        logger.warning(
+            "%s is %s but strip_accents is %s: the original's do_lower_case=%s %s accents, so "
+            "accented letters (é, ü, ñ) tokenize differently from the HF tokenizer",
+            where,
+            do_lower_case,
+            strip_accents,
+            str(do_lower_case).lower(),
+            "strips" if do_lower_case else "keeps",
+        )
+    return vocab, do_lower_case
+
+
+def _tokens_by_id(token_ids):
+    """`{token: id}` as one token a line, in id order. An id no token has (a token listed twice in
+    a vocab.txt keeps its later id) is a blank line, which no text tokenizes to."""
+    vocab = [""] * (max(token_ids.values()) + 1)
+    for token, index in token_ids.items():
+        vocab[index] = token
+    return vocab
+
+
+def read_vocab_tokens(vocab_file):
+    """The tokens of a `vocab.txt` in id order, as the original's `load_vocab` numbers them."""
+    return _tokens_by_id(tokenization.load_vocab(vocab_file))
+
+
+def write_lines(path, lines):
+    """Writes one string a line (`vocab.txt`, `labels.txt`)."""
+    with files.open_file(path, "w") as writer:
+        writer.write("".join(line + "\n" for line in lines))
+
+
+def read_labels(labels_file):
+    """The labels of a `labels.txt`, one a line in id order (blank lines left out).
+
+    Raises:
+      ValueError: The file is missing, names no label or one twice.
+    """
+    try:
+        with files.open_file(labels_file) as reader:
+            labels = [line.strip() for line in reader if line.strip()]
+    except FileNotFoundError:
+        raise ValueError(f"--labels_file: {labels_file}: no such file") from None
+    if not labels:
+        raise ValueError(f"--labels_file: {labels_file} names no label")
+    if repeated := sorted({label for label in labels if labels.count(label) > 1}):
+        raise ValueError(f"--labels_file: {labels_file} names {', '.join(repeated)} more than once")
+    return labels
+
+
+def read_hf_model(directory):
+    """Reads an HF BERT model directory (module docstring).
+
+    Args:
+      directory: A local directory as `save_pretrained` writes it.
+
+    Returns:
+      An `HfModel`.
+
+    Raises:
+      ValueError: A file missing or unreadable, or something the original's model or tokenizer
+        does not compute; the message names the file and the key.
+    """
+    if not files.isdir(directory):
+        raise ValueError(f"--hf_model: {directory}: no such directory")
+    config, architecture, labels = read_hf_config(directory)
+    vocab, do_lower_case = _tokenizer_settings(directory)
+    if len(vocab) > config.vocab_size:
+        raise ValueError(
+            f"{directory}: the vocabulary has {len(vocab)} tokens but {CONFIG_FILE}'s vocab_size is "
+            f"{config.vocab_size}"
+        )
+    weights, unused = _hf_weights(directory, config, architecture)
+    spec = ARCHITECTURES[architecture]
+    if labels is not None and len(labels) != len(weights[f"{spec.task_head}output_bias"]):
+        raise ValueError(
+            f"{os.path.join(directory, CONFIG_FILE)}: id2label names {len(labels)} labels, the "
+            f"{spec.hf_head} has {len(weights[f'{spec.task_head}output_bias'])} outputs"
+        )
+    return HfModel(config, architecture, weights, vocab, do_lower_case, labels, unused)
+
+
+def architecture_of(names):
+    """The HF architecture of a Google checkpoint's weights, from its heads.
+
+    Args:
+      names: The checkpoint's weight names (optimizer slots left out).
+
+    Returns:
+      A key of `ARCHITECTURES`.
+
+    Raises:
+      ValueError: The names hold the heads of two architectures.
+    """
+    found = []
+    for architecture, spec in ARCHITECTURES.items():
+        if spec.task_head is not None:
+            if f"{spec.task_head}output_weights" in names:
+                found.append(architecture)
+        elif spec.heads and all(any(n.startswith(head + "/") for n in names) for head in spec.heads):
+            found.append(architecture)
+    if "BertForPreTraining" in found:
+        found.remove("BertForMaskedLM")
+    if len(found) > 1:
+        raise ValueError(f"the checkpoint has the heads of {' and '.join(found)}: one at most converts")
+    return found[0] if found else "BertModel"
+
+
+def hf_config_dict(model):
+    """`config.json`'s contents for `model` (an `HfModel`)."""
+    config = model.config
+    data = {key: getattr(config, key) for key in GOOGLE_KEYS}
+    data.update(
+        architectures=[model.architecture],
+        model_type="bert",
+        hidden_act=GOOGLE_ACTIVATIONS[config.hidden_act],
+        layer_norm_eps=EPSILON,
+        pad_token_id=0,
+    )
+    if model.labels is not None:
+        data["id2label"] = {str(i): label for i, label in enumerate(model.labels)}
+        data["label2id"] = {label: i for i, label in enumerate(model.labels)}
+    return data
+
+
+def hf_tensors(model):
+    """The HF tensors of `model` (an `HfModel`): HF name -> float32 array, as transformers'
+    `from_pretrained` names them for the architecture (the pooler where it has one)."""
+    spec = ARCHITECTURES[model.architecture]
+    tensors = {}
+    for google_name, hf_name, transposed in name_map(model.config, model.architecture, pooler=spec.pooler):
+        if google_name not in model.weights:
+            raise ValueError(f"the checkpoint has no {google_name}, which a {model.architecture} needs")
+        value = np.asarray(model.weights[google_name], dtype=np.float32)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transposed else value)
+    if model.architecture == "BertModel":  # saved without its own class's prefix
+        tensors = {name.removeprefix("bert."): value for name, value in tensors.items()}
+    return tensors
+
+
+def _write_text(path, text):
+    with files.open_file(path, "w") as writer:
+        writer.write(text)
+
+
+def write_hf_model(model, directory):
+    """Writes `model` (an `HfModel`) as an HF model directory: `config.json`,
+    `model.safetensors` (float32, HF's names), `vocab.txt`, `tokenizer_config.json` and
+    `special_tokens_map.json`; everything or nothing (a temporary directory beside it, renamed).
+
+    Args:
+      model: An `HfModel`.
+      directory: The local directory to write; it must not exist, or be empty.
+
+    Returns:
+      The tensors written (HF name -> array), read back from the file.
+
+    Raises:
+      ValueError: The directory cannot be written, or the weights do not read back identically.
+    """
+    tensors = hf_tensors(model)
+    tmp = files.prepare_output_dir(directory, "--hf_output_dir")
+    try:
+        _write_text(
+            os.path.join(tmp, CONFIG_FILE), json.dumps(hf_config_dict(model), indent=2, sort_keys=True) + "\n"
+        )
+        safetensors.numpy.save_file(tensors, os.path.join(tmp, SAFETENSORS_FILE), metadata={"format": "pt"})
+        written = safetensors.numpy.load_file(os.path.join(tmp, SAFETENSORS_FILE))
+        for name, value in tensors.items():
+            if written[name].tobytes() != value.tobytes():
+                raise ValueError(f"{directory}: {name} did not read back identically")
+        write_lines(os.path.join(tmp, VOCAB_FILE), model.vocab)
+        special = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]"}
+        special["mask_token"] = "[MASK]"
+        tokenizer_config = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": model.do_lower_case,
+            "model_max_length": model.config.max_position_embeddings,
+            **special,
+        }
+        _write_text(os.path.join(tmp, TOKENIZER_CONFIG_FILE), json.dumps(tokenizer_config, indent=2) + "\n")
+        _write_text(os.path.join(tmp, SPECIAL_TOKENS_FILE), json.dumps(special, indent=2) + "\n")
+        files.finish_output_dir(tmp, directory)
+    finally:
+        if files.isdir(tmp):
+            files.remove_tree(tmp)
+    return written
