@@ -110,6 +110,7 @@ def worker(hf_model, output_dir):
     sys.path.insert(0, REPO)
     from bert_tf.checkpoints import converter
 
+    converter.free_large_blocks_promptly()  # as tools/convert_checkpoint.py does
     before = memory_bytes("VmRSS")
     start = time.perf_counter()
     imported = converter.hf_to_google(hf_model, output_dir)

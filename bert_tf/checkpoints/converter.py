@@ -183,7 +183,6 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
         files.check_output_path(output, "--output")
     # The weights are read where the model loads them (a training checkpoint's shard of
     # optimizer slots is not needed), and checked against the reference, which reads them too.
-    free_large_blocks_promptly()
     config = BertConfig.from_json_file(bert_config_file)
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     names = reference.checkpoint_variable_names(prefix)
@@ -298,7 +297,6 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
       ValueError: Bad input (`hf.read_hf_model`) or an output directory that cannot be written;
         the message names the file and key.
     """
-    free_large_blocks_promptly()
     model = hf.read_hf_model(hf_model)
     tmp = files.prepare_output_dir(output_dir, "--output_dir")
     try:
@@ -325,10 +323,12 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
 
 def free_large_blocks_promptly():
     """Has glibc (where it is the C library) give every block of 1 MiB or more its own mapping,
-    returned to the system when freed. By default its threshold grows with the blocks freed, and
-    the blocks below it stay in the heap: a conversion, which frees a model's worth of arrays
-    while it reads, writes and loads (TensorFlow's threads in their own heaps), then holds up to
-    twice the model beyond what it uses (BUILD_NOTES.md, "Hugging Face directories in and out")."""
+    returned to the system when freed. A setting of the whole process: the tool makes it, a
+    program that calls the converter's functions may. By default glibc's threshold grows with
+    the blocks freed, and the blocks below it stay in the heap: a conversion, which frees a
+    model's worth of arrays while it reads, writes and loads (TensorFlow's threads in their own
+    heaps), then holds up to twice the model beyond what it uses (BUILD_NOTES.md, "Hugging Face
+    directories in and out")."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:  # not glibc
@@ -445,6 +445,7 @@ def run_convert(options):
     """
     if sum(bool(source) for source in (options.keras_model, options.hf_model, options.hf_output_dir)) > 1:
         raise ValueError("give one of --keras_model, --hf_model and --hf_output_dir")
+    free_large_blocks_promptly()
     if options.hf_output_dir:
         model = google_to_hf(
             options.bert_config_file,
