@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.checkpoints import reference
 from bert_tf.tasks.features import data as features_data
 from bert_tf.tasks.features import task as features_task
+from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
@@ -168,11 +170,15 @@ def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
     layer = records[1]["features"][0]["layers"][1]
     assert list(layer) == ["index", "values"] and layer["index"] == 0 and len(layer["values"]) == 128
 
-    for flag, message in (
-        ("--layers=-3", "--layers [-3] outside the model's 2 layers"),
-        ("--use_tpu", "needs --tpu_name or --master"),
-        ("--batch_size=0", "--batch_size must be at least 1, got 0"),
+    # The flags' errors from the tool's call in this process (a ValueError, one line from the tool).
+    flags = dict(arg[2:].split("=", 1) for arg in common)
+    flags["max_seq_length"] = int(flags["max_seq_length"])
+    for change, message in (
+        (dict(layers="-3"), "--layers [-3] outside the model's 2 layers"),
+        (dict(use_tpu=True), "needs --tpu_name or --master"),
+        (dict(batch_size=0), "--batch_size must be at least 1, got 0"),
     ):
-        result = run_tool(*common, f"--output_file={tmp_path}/bad.jsonl", flag)
-        assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+        options = FeaturesOptions(**flags, output_file=f"{tmp_path}/bad.jsonl", **change)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            run_extract_features(options)
         assert not os.path.exists(tmp_path / "bad.jsonl")

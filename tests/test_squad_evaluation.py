@@ -113,7 +113,7 @@ def write(path, value):
     return str(path)
 
 
-def test_evaluate_files_and_tool(tmp_path):
+def test_evaluate_files_and_tool(tmp_path, capsys):
     data = write(tmp_path / "dev.json", {"version": "v2.0", "data": V2})
     predictions = write(tmp_path / "predictions.json", V2_PREDICTIONS)
     null_odds = write(tmp_path / "null_odds.json", NULL_ODDS)
@@ -126,14 +126,14 @@ def test_evaluate_files_and_tool(tmp_path):
     with pytest.raises(ValueError, match=r"predictions.json: not SQuAD JSON"):
         ev.evaluate_files(predictions, predictions)
 
-    tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
-    out = subprocess.run(
-        [*tool, data, predictions, f"--na_prob_file={null_odds}", "--version_2_with_negative"],
-        capture_output=True,
-        text=True,
-        check=True,
+    # The tool's call, in this process: the scores printed as JSON.
+    ev.run_evaluate(
+        ev.EvaluateOptions(
+            data_file=data, prediction_file=predictions, na_prob_file=null_odds, version_2_with_negative=True
+        )
     )
-    assert json.loads(out.stdout) == pytest.approx(dict(result))
+    assert json.loads(capsys.readouterr().out) == pytest.approx(dict(result))
+    tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
     v1 = write(tmp_path / "dev-v1.1.json", {"version": "1.1", "data": article(question("a1", "Broncos"))})
     out_file = tmp_path / "eval.json"
     subprocess.run([*tool, v1, predictions, f"--out_file={out_file}"], check=True)
