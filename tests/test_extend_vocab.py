@@ -223,7 +223,13 @@ def test_too_few_unused_entries_and_missing_files_are_errors_and_nothing_is_writ
         _extend(tmp_path, corpus=str(tmp_path / "nothing*.txt"), max_new_tokens=3)
     with pytest.raises(ValueError, match="give one of --new_tokens and --corpus"):
         _extend(tmp_path)
-    assert os.listdir(tmp_path) == ["tokens.txt"]
+    with pytest.raises(ValueError, match="--max_new_tokens goes with --corpus"):
+        _extend(tmp_path, NEW_TOKENS, max_new_tokens=3)
+    # Found once the output's temporary directory is made, which goes with it.
+    (tmp_path / "known.txt").write_text("The man went to the store.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"--corpus: .*known.txt: the vocabulary splits no word of it"):
+        _extend(tmp_path, corpus=str(tmp_path / "known.txt"), max_new_tokens=3)
+    assert sorted(os.listdir(tmp_path)) == ["known.txt", "tokens.txt"]
 
 
 def test_the_tool_prints_one_error_line_and_exits_2(tmp_path, fixtures_dir):

@@ -117,8 +117,8 @@ def extend_vocab(
         raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if bool(new_tokens) == bool(corpus):
         raise ValueError("give one of --new_tokens and --corpus")
-    if corpus and not max_new_tokens:
-        raise ValueError("--corpus needs --max_new_tokens")
+    if bool(corpus) != (max_new_tokens is not None):
+        raise ValueError("--corpus needs --max_new_tokens, and --max_new_tokens goes with --corpus")
     if not init_checkpoint or is_keras_file(init_checkpoint):
         raise ValueError("--init_checkpoint: give a Google checkpoint (the one whose vocabulary is extended)")
     if not vocab_file:
