@@ -279,9 +279,11 @@ def test_the_corpus_words_are_ranked_by_the_pieces_they_save(tmp_path, old_token
     extension = _extend(tmp_path, corpus=str(tmp_path / "*.txt"), max_new_tokens=4)
     assert extension.tokens == expected
     assert (tmp_path / "out" / "added_tokens.txt").read_text(encoding="utf-8").splitlines() == expected
-    printed = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    printed = captured.out.splitlines()
     assert [line.split("\t")[0] for line in printed] == expected
     assert printed[0].split("\t")[1] == f"{counts[expected[0]]:,} occurrences"
+    assert "Counting words: 0 MB | " in captured.err  # the corpus's progress (every 10 s on a long one)
 
 
 def test_continued_pretraining_lowers_the_masked_lm_loss_on_text_with_the_new_tokens(tmp_path):
