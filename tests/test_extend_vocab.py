@@ -219,6 +219,8 @@ def test_too_few_unused_entries_and_missing_files_are_errors_and_nothing_is_writ
         _extend(tmp_path, NEW_TOKENS, vocab=few_unused_vocab)
     with pytest.raises(ValueError, match=r"--new_tokens: .*missing.txt: no such file"):
         _extend(tmp_path, new_tokens=str(tmp_path / "missing.txt"))
+    with pytest.raises(ValueError, match=r"--vocab_file: .*missing_vocab.txt: no such file"):
+        _extend(tmp_path, NEW_TOKENS, vocab=str(tmp_path / "missing_vocab.txt"))
     with pytest.raises(ValueError, match=r"--corpus: .*nothing\*.txt' matches no file"):
         _extend(tmp_path, corpus=str(tmp_path / "nothing*.txt"), max_new_tokens=3)
     with pytest.raises(ValueError, match="give one of --new_tokens and --corpus"):
