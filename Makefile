@@ -52,6 +52,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/finetuning_bench.py
 	$(PY) benchmarks/squad_features_bench.py
 	$(PY) benchmarks/hf_convert_bench.py
+	$(PY) benchmarks/extend_vocab_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

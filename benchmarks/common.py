@@ -153,3 +153,14 @@ def fit_step_timer(steps):
                 self.seconds = time.perf_counter() - self.start
 
     return StepTimer()
+
+
+def memory_bytes(field):
+    """`VmHWM` (the peak resident memory) or `VmRSS` (the resident memory now) of this process:
+    the kernel's figures for this program alone (`ru_maxrss` keeps the peak of the process that
+    started it, from before the exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, VOCAB, run_in_fresh_process  # noqa: E402
+from common import REPO, VOCAB, memory_bytes, run_in_fresh_process  # noqa: E402
 
 SHAPES = {
     "large": {"layers": 24, "hidden": 1024, "heads": 16, "intermediate": 4096, "vocab": VOCAB},
@@ -92,17 +92,6 @@ def write_hf_model(directory, shape, seed=0):
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
         json.dump({"do_lower_case": True, "tokenizer_class": "BertTokenizer"}, f)
     return sum(t.nbytes for t in tensors.values())
-
-
-def memory_bytes(field):
-    """`VmHWM` (the peak resident memory) or `VmRSS` (the resident memory now) of this process:
-    the kernel's figures for this program alone (`ru_maxrss` keeps the peak of the process that
-    started it, from before the exec)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def worker(hf_model, output_dir):

@@ -280,6 +280,7 @@ TOOL_OPTIONS = {
     "create_pretraining_data.py": ("bert_tf.data.options", "CreatePretrainingDataOptions", ()),
     "evaluate_squad.py": ("bert_tf.tasks.squad.evaluation", "EvaluateOptions", ()),
     "export_saved_model.py": ("bert_tf.export.bert", "ExportOptions", ()),
+    "extend_vocab.py": ("bert_tf.checkpoints.vocab_extension", "ExtendVocabOptions", ()),
     "extract_features.py": ("bert_tf.tasks.features.run", "FeaturesOptions", ()),
     "query_saved_model.py": ("bert_tf.export.query", "QueryOptions", ()),
     "run_classifier.py": ("bert_tf.tasks.classifier.run", "ClassifierOptions", ()),

@@ -1,7 +1,7 @@
 """Checkpoints: Google's layout in and out (`google`), the one loader of a pretrained model that
 every tool uses (`pretrained`: `--init_checkpoint`, `--bert_config_file`, `--vocab_file` checked
-together), the checked converter (`converter`), the float64 NumPy reference (`reference`) and
-the parameter counts (`parameters`)."""
+together), the checked converter (`converter`), the float64 NumPy reference (`reference`), the
+parameter counts (`parameters`) and the vocabulary extension (`vocab_extension`)."""
 
 from bert_tf.checkpoints.google import (
     LoadReport,

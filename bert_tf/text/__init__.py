@@ -1,1 +1,2 @@
-"""Text: the original's tokenizer (Python and in-graph), input packing, vocabulary learning."""
+"""Text: the original's tokenizer (Python and in-graph), input packing, vocabulary learning, new
+tokens for a pretrained vocabulary (`new_tokens`)."""
