@@ -1,0 +1,109 @@
+"""Token offsets, against Hugging Face's fast BertTokenizer's `offset_mapping`.
+
+The reference (`tests/data/hf_offsets/`, made by `tests/data/make_hf_offsets.py`) is the
+tokenizer test corpora (the original's fixture lines and the targeted cases) run through
+transformers once, cased and uncased. Texts where transformers' tokens differ from the
+original's are left out of the offset comparison; `HF_DIFFERS` lists them, and the test fails if
+another text starts to differ.
+"""
+
+import json
+import os
+
+import pytest
+
+from bert_tf.text.tokenization import BasicTokenizer, FullTokenizer
+from tests.conftest import FIXTURES_DIR
+
+VOCAB = os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt")
+HF_OFFSETS = os.path.join(os.path.dirname(__file__), "data", "hf_offsets")
+
+# Texts on which transformers' tokens are not the original's:
+HF_DIFFERS = {
+    # transformers keeps its special tokens whole; the original splits them like any text.
+    "[CLS] hi [SEP]": ("uncased", "cased"),
+    "[CLS] hi [SEP] [MASK]": ("uncased", "cased"),
+    # transformers lower-cases character by character: the final capital sigma becomes σ, not
+    # Python's (and the original's) ς.
+    "İstanbul ΣΟΦΟΣ ß ǅ": ("uncased",),
+}
+
+
+def _reference(name):
+    with open(os.path.join(HF_OFFSETS, f"{name}.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module", params=["uncased", "cased"])
+def case(request, fixtures_dir):
+    reference = _reference(request.param)
+    return request.param, reference["rows"], FullTokenizer(VOCAB, reference["do_lower_case"])
+
+
+def test_reference_covers_the_original_fixture_and_the_targeted_cases(fixtures_dir):
+    texts = [row["text"] for row in _reference("uncased")["rows"]]
+    with open(os.path.join(FIXTURES_DIR, "tokenization", "sample_text.jsonl"), encoding="utf-8") as f:
+        assert texts[:33] == [json.loads(line)["text"] for line in f]
+    for text in ("Héllo Naïve CAFÉ", "a\x00b\ufffdc\u200bd\u200de\x07f", "x" * 201, "BERT模型很好"):
+        assert text in texts
+
+
+def test_offsets_equal_transformers(case):
+    name, rows, tokenizer = case
+    differing = set()
+    for row in rows:
+        tokens, starts, ends = tokenizer.tokenize_with_offsets(row["text"])
+        assert tokens == tokenizer.tokenize(row["text"]), repr(row["text"])
+        if tokens != row["tokens"]:
+            differing.add(row["text"])
+            continue
+        assert [list(span) for span in zip(starts, ends, strict=True)] == row["offsets"], repr(row["text"])
+    assert differing == {text for text, cases in HF_DIFFERS.items() if name in cases}
+
+
+def test_rules_on_small_cases(fixtures_dir):
+    tokenizer = FullTokenizer(VOCAB, do_lower_case=True)
+
+    def spans(text):
+        tokens, starts, ends = tokenizer.tokenize_with_offsets(text)
+        return [(token, text[start:end]) for token, start, end in zip(tokens, starts, ends, strict=True)]
+
+    # Pieces cover their own characters; dropped characters only inside a token.
+    assert spans("unaffable") == [("una", "una"), ("##ffa", "ffa"), ("##ble", "ble")]
+    assert spans("\x00a\x00b\x00 c\u200b") == [("ab", "a\x00b"), ("c", "c")]
+    # A combining mark stripped after the last character is not covered; a composed one is.
+    assert spans("cafe\u0301 café") == [("cafe", "cafe"), ("cafe", "café")]
+    # An over-long word's [UNK] covers the word.
+    assert spans("a " + "x" * 201 + " b") == [("a", "a"), ("[UNK]", "x" * 201), ("b", "b")]
+    # Each CJK ideograph is a word; lower-casing that expands a character keeps it whole.
+    assert spans("İ東") == [("i", "İ"), ("東", "東")]
+    # Bytes are decoded first; the offsets are into the decoded text.
+    assert tokenizer.tokenize_with_offsets("é x".encode()) == (["e", "x"], [0, 2], [1, 3])
+
+
+def test_basic_and_wordpiece_offsets(fixtures_dir):
+    basic = BasicTokenizer(do_lower_case=True)
+    text = "Héllo, Wörld!\x00 \u0130x"
+    tokens, starts, ends = basic.tokenize_with_offsets(text)
+    assert tokens == basic.tokenize(text)
+    assert [text[s:e] for s, e in zip(starts, ends, strict=True)] == ["Héllo", ",", "Wörld", "!", "\u0130x"]
+    wordpiece = FullTokenizer(VOCAB).wordpiece_tokenizer
+    text = "  unaffable  " + "y" * 201 + "\tzzzzq\u00e9"
+    tokens, starts, ends = wordpiece.tokenize_with_offsets(text)
+    assert tokens == wordpiece.tokenize(text)
+    assert [text[s:e] for s, e in zip(starts, ends, strict=True)] == [
+        "una",
+        "ffa",
+        "ble",
+        "y" * 201,
+        "zzzzq\u00e9",
+    ]
+
+
+def test_settings_changed_after_use_apply_to_offsets(fixtures_dir):
+    tokenizer = FullTokenizer(VOCAB, do_lower_case=False)
+    assert tokenizer.tokenize_with_offsets("Héllo")[0] == tokenizer.tokenize("Héllo")
+    tokenizer.basic_tokenizer.do_lower_case = True
+    assert tokenizer.tokenize_with_offsets("Héllo") == (["hello"], [0], [5])
+    tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 3
+    assert tokenizer.tokenize_with_offsets("Héllo") == (["[UNK]"], [0], [5])
