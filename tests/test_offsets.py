@@ -107,3 +107,67 @@ def test_settings_changed_after_use_apply_to_offsets(fixtures_dir):
     assert tokenizer.tokenize_with_offsets("Héllo") == (["hello"], [0], [5])
     tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 3
     assert tokenizer.tokenize_with_offsets("Héllo") == (["[UNK]"], [0], [5])
+
+
+def _byte_offsets(text, offsets):
+    return [len(text[:offset].encode("utf-8")) for offset in offsets]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def graph_case(request, fixtures_dir):
+    import tensorflow as tf
+
+    from bert_tf.text.graph_tokenizer import GraphTokenizer
+    from tests.test_graph_tokenizer import TARGETED
+
+    texts = [row["text"] for row in _reference("uncased")["rows"]]
+    texts += [text for text in TARGETED if text not in texts]
+    python = FullTokenizer(VOCAB, request.param)
+    graph = GraphTokenizer(VOCAB, request.param)
+    ids, starts, ends = graph.tokenize_with_offsets(tf.constant(texts))
+    return python, graph, texts, ids.to_list(), starts.to_list(), ends.to_list()
+
+
+def test_graph_offsets_are_the_python_ones_in_bytes(graph_case):
+    """On the reference's texts and the graph tokenizer's targeted cases: the ids of `tokenize`,
+    the offsets of `FullTokenizer.tokenize_with_offsets` (so of transformers, where it tokenizes
+    as the original) in UTF-8 bytes."""
+    python, _, texts, ids, starts, ends = graph_case
+    for text, text_ids, text_starts, text_ends in zip(texts, ids, starts, ends, strict=True):
+        tokens, char_starts, char_ends = python.tokenize_with_offsets(text)
+        assert text_ids == python.convert_tokens_to_ids(tokens), repr(text)
+        assert text_starts == _byte_offsets(text, char_starts), repr(text)
+        assert text_ends == _byte_offsets(text, char_ends), repr(text)
+
+
+def test_graph_offsets_equal_transformers_in_bytes(graph_case):
+    python, _, texts, ids, starts, ends = graph_case
+    reference = _reference("uncased" if python.basic_tokenizer.do_lower_case else "cased")
+    compared = 0
+    for row in reference["rows"]:
+        index = texts.index(row["text"])
+        if python.convert_tokens_to_ids(row["tokens"]) != ids[index]:
+            continue
+        compared += 1
+        assert starts[index] == _byte_offsets(row["text"], [start for start, _ in row["offsets"]])
+        assert ends[index] == _byte_offsets(row["text"], [end for _, end in row["offsets"]])
+    assert compared >= len(reference["rows"]) - len(HF_DIFFERS)
+
+
+def test_graph_offsets_of_bytes_that_are_not_utf8(graph_case):
+    """Bytes that are not UTF-8 are dropped (as `tokenize` drops them); the offsets still count
+    them, as bytes of the request."""
+    import tensorflow as tf
+
+    _, graph, *_ = graph_case
+    rows = [b"caf\xc3 au\xfflait", b"\xe2\x82 \xc3\xa9t\xc3\xa9 a\x00b\xff"]
+    ids, starts, ends = graph.tokenize_with_offsets(tf.constant(rows))
+    assert ids.to_list() == graph.tokenize(tf.constant(rows)).to_list()
+    spans = [
+        [row[s:e] for s, e in zip(*pair, strict=True)]
+        for row, *pair in zip(rows, starts.to_list(), ends.to_list(), strict=True)
+    ]
+    assert b"".join(spans[0]) == b"cafaulait"
+    # A dropped byte inside a word is covered, one at its edge is not.
+    assert spans[1][-1] == b"a\x00b"
+    assert spans[1][0].startswith(b"\xc3\xa9")
