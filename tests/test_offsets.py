@@ -171,3 +171,49 @@ def test_graph_offsets_of_bytes_that_are_not_utf8(graph_case):
     # A dropped byte inside a word is covered, one at its edge is not.
     assert spans[1][-1] == b"a\x00b"
     assert spans[1][0].startswith(b"\xc3\xa9")
+
+
+@pytest.mark.parametrize("max_seq_length, pad_to_multiple, seq", [(16, None, 16), (16, 8, 16), (40, 8, 32)])
+def test_packing_carries_the_offsets(graph_case, max_seq_length, pad_to_multiple, seq):
+    """`pack_ids` packs offsets beside the ids of `pack_inputs`' rows, -1 at the special tokens
+    and the padding; padded to the request, the rows are `pack_inputs`' cut to the longest."""
+    import tensorflow as tf
+
+    from bert_tf.text.graph_tokenizer import pack_ids
+    from bert_tf.text.packing import pack_inputs
+
+    python, graph, *_ = graph_case
+    a = ["Héllo, Wörld!", "東京 naïve unaffable " * 3, "x", "a\x00b ΣΟΦΟΣ"]
+    b = ["", "the quick brown fox", "jumps " * 20, "İ ß"]
+    ids_a, starts_a, ends_a = graph.tokenize_with_offsets(tf.constant(a))
+    ids_b, starts_b, ends_b = graph.tokenize_with_offsets(tf.constant(b))
+    packed = pack_ids(
+        ids_a,
+        ids_b,
+        max_seq_length,
+        graph.cls_id,
+        graph.sep_id,
+        offsets=((starts_a, ends_a), (starts_b, ends_b)),
+        pad_to_multiple=pad_to_multiple,
+    )
+    packed = {name: tensor.numpy().tolist() for name, tensor in packed.items()}
+    rows = [
+        pack_inputs(python.tokenize(x), python.tokenize(y), max_seq_length, python)
+        for x, y in zip(a, b, strict=True)
+    ]
+    # At 40 the longest row has 25 tokens: padded to 32.
+    assert max(len(row["tokens"]) for row in rows) == min(25, max_seq_length)
+    assert {len(values) for values in packed["input_ids"]} == {seq}
+    for i, row in enumerate(rows):
+        for name in ("input_ids", "input_mask", "segment_ids"):
+            assert packed[name][i] == row[name][:seq], (name, i)
+        for name, index in (("start_offsets", 1), ("end_offsets", 2)):
+            # Python's offsets, in bytes, of the tokens that survived the truncation.
+            spans_a = _byte_offsets(a[i], python.tokenize_with_offsets(a[i])[index])
+            spans_b = _byte_offsets(b[i], python.tokenize_with_offsets(b[i])[index])
+            segment_b = row["segment_ids"][: len(row["tokens"])].count(1)
+            len_a = len(row["tokens"]) - 2 - segment_b
+            want = [-1, *spans_a[:len_a], -1]
+            if segment_b:
+                want += [*spans_b[: segment_b - 1], -1]
+            assert packed[name][i] == want + [-1] * (seq - len(want)), (name, i)
