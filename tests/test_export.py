@@ -912,3 +912,55 @@ def test_the_query_tool_prints_one_json_object(moved_export):
     outputs = json.loads(result.stdout)
     assert sorted(outputs) == ["pooled_output", "sequence_output"]
     assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == MAX_SEQ_LENGTH
+
+
+def test_text_tokens_flag_adds_tokens_offsets_and_segments(tmp_path, tokenizer, capsys):
+    """`export_saved_model.py --text_tokens` (its options, run in this process): the encoder's
+    text signatures also return the tokens with their byte offsets and segments; the outputs at
+    the tokens are those of `serving_default` on `FullTokenizer`'s ids."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    from bert_tf.export.bert import ExportOptions, run_export
+
+    options = ExportOptions(
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        vocab_file=VOCAB,
+        max_seq_length=32,
+        export_dir=str(tmp_path / "bert"),
+        text_tokens=True,
+    )
+    loaded = tf.saved_model.load(run_export(options))
+    a, b = ["Who wrote BERT?", "Naïve café"], ["Google did, in 2018.", ""]
+    got = loaded.signatures["text_pair"](text_a=tf.constant(a), text_b=tf.constant(b))
+    assert sorted(got) == [
+        "end_offsets",
+        "pooled_output",
+        "segment_ids",
+        "sequence_output",
+        "start_offsets",
+        "tokens",
+    ]
+    rows = [
+        pack_inputs(tokenizer.tokenize(x), tokenizer.tokenize(y), 32, tokenizer)
+        for x, y in zip(a, b, strict=True)
+    ]
+    assert got["tokens"].shape == (2, 16)  # 13 tokens, padded to 16
+    fixed = loaded.signatures["serving_default"](**{k: tf.constant([r[k] for r in rows]) for k in ID_INPUTS})
+    for i, row in enumerate(rows):
+        n = len(row["tokens"])
+        assert [t.decode() for t in got["tokens"][i].numpy()] == row["tokens"] + [""] * (16 - n)
+        assert got["segment_ids"][i].numpy().tolist() == row["segment_ids"][:16]
+        assert max_diff(got["sequence_output"][i][:n], fixed["sequence_output"][i][:n]) <= 1e-5
+    assert max_diff(got["pooled_output"], fixed["pooled_output"]) <= 1e-5
+    text = b[0].encode()
+    spans = [
+        text[s:e]
+        for s, e, seg in zip(
+            *(got[k][0].numpy() for k in ("start_offsets", "end_offsets", "segment_ids")), strict=True
+        )
+        if seg == 1 and s >= 0
+    ]
+    assert spans == [b"Google", b"did", b",", b"in", b"2018", b"."]
+    assert got["start_offsets"][1].numpy().tolist()[:4] == [-1, 0, 7, -1]  # "naive", "cafe": bytes
+    assert got["end_offsets"][1].numpy().tolist()[:4] == [-1, 6, 12, -1]
