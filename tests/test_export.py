@@ -862,8 +862,10 @@ def test_query_opens_the_highest_version_or_the_version_given(moved_export, tmp_
 def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(opened, served, batches):
     text = _query(opened, text=TEXTS[1])  # --signature=text by default with --text
     assert list(text) == list(_query(opened, signature="text", text=TEXTS[1]))
-    for name in ENCODER_OUTPUTS:
-        assert max_diff(text[name], served[f"text/{name}"][1]) <= 1e-6, name
+    # Padded to its own 20 tokens (24), not to the batch's 128: compared at the tokens.
+    assert np.asarray(text["sequence_output"]).shape == (24, 128)
+    assert max_diff(text["sequence_output"][:20], served["text/sequence_output"][1][:20]) <= 1e-6
+    assert max_diff(text["pooled_output"], served["text/pooled_output"][1]) <= 1e-6
     pair = _query(opened, text=PAIRS[0][0], text_b=PAIRS[0][1])
     assert max_diff(pair["pooled_output"], served["pair/pooled_output"][0]) <= 1e-6
     # Ids (padding included) against the original's outputs, through serving_default and tf_example.
@@ -911,7 +913,8 @@ def test_the_query_tool_prints_one_json_object(moved_export):
     assert result.returncode == 0, result.stderr[-3000:]
     outputs = json.loads(result.stdout)
     assert sorted(outputs) == ["pooled_output", "sequence_output"]
-    assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == MAX_SEQ_LENGTH
+    # [CLS] jim henson was a puppet ##eer [SEP]: 8 tokens, padded to 8 (not MAX_SEQ_LENGTH).
+    assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == 8
 
 
 def test_text_tokens_flag_adds_tokens_offsets_and_segments(tmp_path, tokenizer, capsys):
