@@ -11,6 +11,8 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bert_tf.text.tokenization import BasicTokenizer, FullTokenizer
 from tests.conftest import FIXTURES_DIR
@@ -217,3 +219,22 @@ def test_packing_carries_the_offsets(graph_case, max_seq_length, pad_to_multiple
             if segment_b:
                 want += [*spans_b[: segment_b - 1], -1]
             assert packed[name][i] == want + [-1] * (seq - len(want)), (name, i)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(
+        st.text(st.characters(blacklist_categories=("Cs", "Cn")), max_size=40), min_size=1, max_size=6
+    )
+)
+def test_graph_offsets_on_arbitrary_unicode(graph_case, texts):
+    """Any characters of Python's Unicode version: the graph's ids and byte offsets are Python's.
+    (A row's misplaced offsets would shift every later row's, so batches of several.)"""
+    import tensorflow as tf
+
+    python, graph, *_ = graph_case
+    ids, starts, ends = (x.to_list() for x in graph.tokenize_with_offsets(tf.constant(texts)))
+    for text, text_ids, text_starts, text_ends in zip(texts, ids, starts, ends, strict=True):
+        tokens, char_starts, char_ends = python.tokenize_with_offsets(text)
+        assert text_ids == python.convert_tokens_to_ids(tokens), repr(text)
+        assert (text_starts, text_ends) == (_byte_offsets(text, char_starts), _byte_offsets(text, char_ends))

@@ -23,6 +23,7 @@ between two characters of the same token (Hugging Face's fast BertTokenizer's `o
 follows the same rules). The spans come from the same steps as the tokens: the words' cleaned
 characters keep their positions, and the normalised word is mapped back to them character by
 character.
+
 Setting an attribute the output depends on (`do_lower_case`, `vocab`, `unk_token`,
 `max_input_chars_per_word`, a `FullTokenizer`'s `basic_tokenizer` or `wordpiece_tokenizer`)
 empties the memos that depend on it; changing the vocabulary dict in place does not.
