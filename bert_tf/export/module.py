@@ -162,8 +162,9 @@ class ExportModule(tf.Module):
       served: The `ServedModel` behind `serving_default`, `text`, `text_pair` and `tf_example`.
       vocab_file: The model's `vocab.txt`.
       do_lower_case: True for uncased models.
-      max_seq_length: The sequence length of the text and tf.Example signatures, and the
-        longest `serving_default` accepts.
+      max_seq_length: The longest the text signatures pack to (they pad to the request), the
+        length of the tf.Example signature's features, and the longest `serving_default`
+        accepts.
       extra_signatures: Name -> `ServedModel` of more signatures taking the id tensors (and
         their `extra_inputs`) directly.
       text_signatures: False leaves out `text` and `text_pair` and so every tensorflow-text op:

@@ -100,7 +100,8 @@ def _never_in_a_word(char):
 class GraphTokenizer(tf.Module):
     """Strings -> WordPiece ids in the graph, identical to `FullTokenizer(vocab_file, do_lower_case)`.
 
-    `tokenize(text)` maps a [batch] string tensor to ragged int64 ids; `pack(text_a, text_b,
+    `tokenize(text)` maps a [batch] string tensor to ragged int64 ids, and
+    `tokenize_with_offsets(text)` to the same ids with their byte spans; `pack(text_a, text_b,
     max_seq_length)` gives padded model inputs. Both are `tf.function`s with fixed signatures,
     exported when the module is saved with `tf.saved_model.save`. `id_tokens(ids)` maps ids back
     to the vocab's tokens.
