@@ -256,6 +256,15 @@ def requests(batches, tokenizer):
     requests["text_ids"] = columnar("serving_default", **packed_ids(tokenizer, [(t, "") for t in TEXTS]))
     requests["pair"] = columnar("text_pair", text_a=[a for a, _ in PAIRS], text_b=[b for _, b in PAIRS])
     requests["pair_ids"] = columnar("serving_default", **packed_ids(tokenizer, PAIRS))
+    # Requests of short texts only, which the text signatures pad to less than MAX_SEQ_LENGTH.
+    requests["text_short"] = {"signature_name": "text", "instances": TEXTS[:5]}
+    requests["text_short_ids"] = columnar(
+        "serving_default", **packed_ids(tokenizer, [(t, "") for t in TEXTS[:5]])
+    )
+    requests["pair_short"] = columnar(
+        "text_pair", text_a=[a for a, _ in PAIRS[:4]], text_b=[b for _, b in PAIRS[:4]]
+    )
+    requests["pair_short_ids"] = columnar("serving_default", **packed_ids(tokenizer, PAIRS[:4]))
     # b1 and b2: both 128 long, with padding, two segments and one single-segment row.
     examples = [e for key in ("b1", "b2") for e in serialized_examples(batches[key])]
     requests["examples"] = {
@@ -310,17 +319,28 @@ def test_pretraining_matches_the_original(served, batches, batch):
     assert report(f"pretraining {batch} next_sentence_log_probs - original", diff) <= 1e-5
 
 
-@pytest.mark.parametrize("signature", ["text", "pair"])
-def test_text_signatures_match_serving_default_on_full_tokenizer_ids(served, requests, signature):
+@pytest.mark.parametrize(
+    "signature, seq", [("text", 128), ("pair", 128), ("text_short", 24), ("pair_short", 16)]
+)
+def test_text_signatures_match_serving_default_on_full_tokenizer_ids(served, requests, signature, seq):
+    """The text signatures pad to the request's longest row rounded up to 8 (24 for 20 tokens,
+    16 for 13; a truncated row fills `MAX_SEQ_LENGTH`), and give at each real token what
+    `serving_default` gives on `FullTokenizer`'s ids padded to `MAX_SEQ_LENGTH`."""
     ids = requests[f"{signature}_ids"]["inputs"]
     masks, segments = np.array(ids["input_mask"]), np.array(ids["segment_ids"])
-    assert not masks.all() and masks[:, -1].any()  # padded rows and truncated ones
+    assert not masks.all() and masks[:, -1].any() == (seq == MAX_SEQ_LENGTH)  # padded rows, truncated ones
+    assert -(-masks.sum(axis=1).max() // 8) * 8 == seq
     if signature == "pair":
         assert segments.any(axis=1).sum() == 5  # five pairs, two packed as single texts
-    for name in ENCODER_OUTPUTS:
-        got, want = served[f"{signature}/{name}"], served[f"{signature}_ids/{name}"]
-        assert got.shape == want.shape and len(got) == len(ids["input_ids"])
-        assert report(f"{signature} {name} - serving_default(FullTokenizer ids)", max_diff(got, want)) <= 1e-5
+    got, want = served[f"{signature}/sequence_output"], served[f"{signature}_ids/sequence_output"]
+    assert got.shape == (len(masks), seq, want.shape[2])
+    diff = max_diff(got[masks[:, :seq] == 1], want[masks == 1])
+    assert report(f"{signature} sequence_output - serving_default(FullTokenizer ids)", diff) <= 1e-5
+    got, want = served[f"{signature}/pooled_output"], served[f"{signature}_ids/pooled_output"]
+    assert got.shape == want.shape
+    assert (
+        report(f"{signature} pooled_output - serving_default(FullTokenizer ids)", max_diff(got, want)) <= 1e-5
+    )
 
 
 def test_tf_example_equals_serving_default(served, batches):
@@ -402,8 +422,15 @@ def test_readme_requests_give_the_reference_outputs(served, requests, tokenizer)
             columns = rest_columns(body, ["text_a", "text_b"])
             ids = packed_ids(tokenizer, list(zip(columns["text_a"], columns["text_b"], strict=True)))
         want = reference.reference_forward(weights, config, *(np.asarray(ids[k]) for k in ID_INPUTS))
+        # The text signatures pad to the request: their tokens are compared.
+        seq = served[f"{name}/sequence_output"].shape[1]
+        real = np.asarray(ids["input_mask"])[:, :seq] == 1
+        want["sequence_output"] = np.where(real[..., None], want["sequence_output"][:, :seq], 0)
         for output in ENCODER_OUTPUTS:
-            diff = max_diff(served[f"{name}/{output}"], want[output])
+            got = served[f"{name}/{output}"]
+            if output == "sequence_output":
+                got = np.where(real[..., None], got, 0)
+            diff = max_diff(got, want[output])
             what = f"docs/serving.md request {name} ({signature}) {output} - float64 reference"
             assert report(what, diff) <= 1e-5
 
@@ -611,16 +638,43 @@ def test_named_labels_and_the_text_signatures_tokens(tokenizer, tmp_path):
 
     loaded = tf.saved_model.load(path)
     got = loaded.signatures["text"](text=tf.constant(texts))
-    assert sorted(got) == ["labels", "probabilities", "tokens"]
+    assert sorted(got) == ["end_offsets", "labels", "probabilities", "segment_ids", "start_offsets", "tokens"]
     for row, example in zip(got["tokens"].numpy(), packed, strict=True):
         assert [t.decode() for t in row] == example["tokens"] + [""] * (length - len(example["tokens"]))
+    np.testing.assert_array_equal(got["segment_ids"], [p["segment_ids"] for p in packed])
+    # The offsets: FullTokenizer's, in bytes, -1 at [CLS], [SEP] and the padding.
+    for i, text in enumerate(texts):
+        tokens, starts, ends = tokenizer.tokenize_with_offsets(text)
+        real = len(packed[i]["tokens"]) - 2
+        for name, offsets in (("start_offsets", starts), ("end_offsets", ends)):
+            in_bytes = [len(text[:offset].encode()) for offset in offsets[:real]]
+            assert got[name][i].numpy().tolist() == [-1, *in_bytes, -1] + [-1] * (length - real - 2), (
+                name,
+                i,
+            )
+    # In a pair, the offsets of text_b's tokens are into text_b (segment 1).
+    pair = loaded.signatures["text_pair"](text_a=tf.constant(["Who?"]), text_b=tf.constant(["Ünï cödé."]))
+    assert [t.decode() for t in pair["tokens"][0].numpy()][:7] == [
+        "[CLS]",
+        "who",
+        "?",
+        "[SEP]",
+        "un",
+        "##i",
+        "code",
+    ]
+    assert pair["segment_ids"][0].numpy().tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 1] + [0] * 7
+    assert pair["start_offsets"][0].numpy().tolist()[:9] == [-1, 0, 3, -1, 0, 3, 6, 12, -1]
+    assert pair["end_offsets"][0].numpy().tolist()[:9] == [-1, 3, 4, -1, 3, 5, 12, 13, -1]
     np.testing.assert_allclose(got["probabilities"], want, atol=1e-6)
     names = [[label_list[i] for i in row] for row in np.argmax(want, axis=-1)]
     assert [[label.decode() for label in row] for row in got["labels"].numpy()] == names
     by_ids = loaded.signatures["serving_default"](**{k: tf.constant([packed[0][k]]) for k in ID_INPUTS})
     assert sorted(by_ids) == ["labels", "probabilities"]  # the tokens come with text only
-    with pytest.raises(ValueError, match="return 'tokens' themselves"):
-        export_saved_model(tagger, ["tokens"], VOCAB, True, length, str(tmp_path / "bad"), text_tokens=True)
+    with pytest.raises(ValueError, match="return 'start_offsets' themselves"):
+        export_saved_model(
+            tagger, ["start_offsets"], VOCAB, True, length, str(tmp_path / "bad"), text_tokens=True
+        )
     assert not os.path.exists(tmp_path / "bad")
 
 
@@ -814,8 +868,10 @@ def test_query_opens_the_highest_version_or_the_version_given(moved_export, tmp_
 def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(opened, served, batches):
     text = _query(opened, text=TEXTS[1])  # --signature=text by default with --text
     assert list(text) == list(_query(opened, signature="text", text=TEXTS[1]))
-    for name in ENCODER_OUTPUTS:
-        assert max_diff(text[name], served[f"text/{name}"][1]) <= 1e-6, name
+    # Padded to its own 20 tokens (24), not to the batch's 128: compared at the tokens.
+    assert np.asarray(text["sequence_output"]).shape == (24, 128)
+    assert max_diff(text["sequence_output"][:20], served["text/sequence_output"][1][:20]) <= 1e-6
+    assert max_diff(text["pooled_output"], served["text/pooled_output"][1]) <= 1e-6
     pair = _query(opened, text=PAIRS[0][0], text_b=PAIRS[0][1])
     assert max_diff(pair["pooled_output"], served["pair/pooled_output"][0]) <= 1e-6
     # Ids (padding included) against the original's outputs, through serving_default and tf_example.
@@ -863,4 +919,57 @@ def test_the_query_tool_prints_one_json_object(moved_export):
     assert result.returncode == 0, result.stderr[-3000:]
     outputs = json.loads(result.stdout)
     assert sorted(outputs) == ["pooled_output", "sequence_output"]
-    assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == MAX_SEQ_LENGTH
+    # [CLS] jim henson was a puppet ##eer [SEP]: 8 tokens, padded to 8 (not MAX_SEQ_LENGTH).
+    assert len(outputs["pooled_output"]) == 128 and len(outputs["sequence_output"]) == 8
+
+
+def test_text_tokens_flag_adds_tokens_offsets_and_segments(tmp_path, tokenizer, capsys):
+    """`export_saved_model.py --text_tokens` (its options, run in this process): the encoder's
+    text signatures also return the tokens with their byte offsets and segments; the outputs at
+    the tokens are those of `serving_default` on `FullTokenizer`'s ids."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    from bert_tf.export.bert import ExportOptions, run_export
+
+    options = ExportOptions(
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        vocab_file=VOCAB,
+        max_seq_length=32,
+        export_dir=str(tmp_path / "bert"),
+        text_tokens=True,
+    )
+    loaded = tf.saved_model.load(run_export(options))
+    a, b = ["Who wrote BERT?", "Naïve café"], ["Google did, in 2018.", ""]
+    got = loaded.signatures["text_pair"](text_a=tf.constant(a), text_b=tf.constant(b))
+    assert sorted(got) == [
+        "end_offsets",
+        "pooled_output",
+        "segment_ids",
+        "sequence_output",
+        "start_offsets",
+        "tokens",
+    ]
+    rows = [
+        pack_inputs(tokenizer.tokenize(x), tokenizer.tokenize(y), 32, tokenizer)
+        for x, y in zip(a, b, strict=True)
+    ]
+    assert got["tokens"].shape == (2, 16)  # 13 tokens, padded to 16
+    fixed = loaded.signatures["serving_default"](**{k: tf.constant([r[k] for r in rows]) for k in ID_INPUTS})
+    for i, row in enumerate(rows):
+        n = len(row["tokens"])
+        assert [t.decode() for t in got["tokens"][i].numpy()] == row["tokens"] + [""] * (16 - n)
+        assert got["segment_ids"][i].numpy().tolist() == row["segment_ids"][:16]
+        assert max_diff(got["sequence_output"][i][:n], fixed["sequence_output"][i][:n]) <= 1e-5
+    assert max_diff(got["pooled_output"], fixed["pooled_output"]) <= 1e-5
+    text = b[0].encode()
+    spans = [
+        text[s:e]
+        for s, e, seg in zip(
+            *(got[k][0].numpy() for k in ("start_offsets", "end_offsets", "segment_ids")), strict=True
+        )
+        if seg == 1 and s >= 0
+    ]
+    assert spans == [b"Google", b"did", b",", b"in", b"2018", b"."]
+    assert got["start_offsets"][1].numpy().tolist()[:4] == [-1, 0, 7, -1]  # "naive", "cafe": bytes
+    assert got["end_offsets"][1].numpy().tolist()[:4] == [-1, 6, 12, -1]

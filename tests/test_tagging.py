@@ -392,7 +392,9 @@ def test_the_export_tags_raw_sentences_as_the_tool_does(trained):
             for token, label in zip(tokens, labels, strict=True)
             if token and token not in ("[CLS]", "[SEP]") and not token.startswith("##")
         ]
-        if tokens[-1] == "" and len(firsts) == len(want):  # the sentence fits, a word a token
+        # The sentence fits (the row, padded to the request, is not cut at --max_seq_length=24),
+        # a word a token.
+        if (tokens[-1] == "" or len(tokens) < 24) and len(firsts) == len(want):
             assert firsts == want
             compared += 1
     assert compared >= 12, compared

@@ -2,7 +2,7 @@ r"""Exports a BERT checkpoint as a versioned SavedModel for TF Serving.
 
   python tools/export_saved_model.py --bert_config_file=bert_config.json \
       --init_checkpoint=bert_model.ckpt --vocab_file=vocab.txt --do_lower_case=True \
-      --max_seq_length=128 --export_dir=/models/bert [--with_heads] [--overwrite]
+      --max_seq_length=128 --export_dir=/models/bert [--with_heads] [--text_tokens] [--overwrite]
 
 Writes `<export_dir>/<version>/` (the next free integer version unless --version is given)
 with the signatures serving_default, text, text_pair, tf_example and, with --with_heads,

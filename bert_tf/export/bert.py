@@ -64,6 +64,7 @@ def export_bert(
     text_signatures=True,
     version=None,
     overwrite=False,
+    text_tokens=False,
 ):
     """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example` and,
     with heads, `pretraining`.
@@ -72,7 +73,7 @@ def export_bert(
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
         config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
-        overwrite: As `export_saved_model`.
+        overwrite, text_tokens: As `export_saved_model`.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
 
@@ -108,6 +109,7 @@ def export_bert(
         version=version,
         overwrite=overwrite,
         config=encoder.config,
+        text_tokens=text_tokens,
     )
     return path, report
 
@@ -131,6 +133,11 @@ class ExportOptions:
     text_signatures: bool = option(
         True, "Export `text` and `text_pair` (their ops come from tensorflow-text)."
     )
+    text_tokens: bool = option(
+        False,
+        "`text` and `text_pair` also return tokens, start_offsets, end_offsets (UTF-8 bytes into "
+        "the request's text, -1 for [CLS], [SEP], padding) and segment_ids.",
+    )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")
 
@@ -153,6 +160,7 @@ def run_export(options):
         text_signatures=options.text_signatures,
         version=options.version,
         overwrite=options.overwrite,
+        text_tokens=options.text_tokens,
     )
     if report is not None:
         print(report)

@@ -5,7 +5,9 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
 
 - `serving_default`: the three tensors themselves (seq up to `max_seq_length`);
 - `text`, `text_pair`: strings, tokenized and packed in the graph by `GraphTokenizer` (the ids
-  of `FullTokenizer`), padded to `max_seq_length`;
+  of `FullTokenizer`), padded to the longest packed row of the request rounded up to a multiple
+  of 8 (`REQUEST_PADDING`), at most `max_seq_length`: a short request costs what its texts need,
+  and a token's outputs do not depend on the padding after it (the mask hides it);
 - `tf_example`: serialized `tf.Example`s with the three int64 features of the original's
   TFRecords, each `max_seq_length` long;
 - extra signatures (e.g. `pretraining`): the three tensors plus the inputs a model needs
@@ -14,7 +16,8 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
 A fine-tuned model exports the same way as `BertModel`: hand in the model (a Keras model taking
 the dict of id tensors) and the names of the outputs to serve. `NamedLabels` adds the names of
 its best classes as an output; with `text_tokens` the text signatures also return the
-WordPiece tokens they fed the model, for outputs given per token.
+WordPiece tokens they fed the model, where each came from in the request's texts and which text,
+for outputs given per token.
 """
 
 import dataclasses
@@ -35,6 +38,11 @@ TEXT_SIGNATURE = "text"
 TEXT_PAIR_SIGNATURE = "text_pair"
 EXAMPLE_SIGNATURE = "tf_example"
 TOKENS_OUTPUT = "tokens"
+# The outputs `text_tokens` adds to the text signatures, `TOKENS_OUTPUT` first.
+TEXT_TOKEN_OUTPUTS = (TOKENS_OUTPUT, "start_offsets", "end_offsets", "segment_ids")
+# The text signatures pad to a multiple of this (tensor cores and oneDNN like such shapes, and
+# the model is traced for fewer lengths).
+REQUEST_PADDING = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,8 +162,9 @@ class ExportModule(tf.Module):
       served: The `ServedModel` behind `serving_default`, `text`, `text_pair` and `tf_example`.
       vocab_file: The model's `vocab.txt`.
       do_lower_case: True for uncased models.
-      max_seq_length: The sequence length of the text and tf.Example signatures, and the
-        longest `serving_default` accepts.
+      max_seq_length: The longest the text signatures pack to (they pad to the request), the
+        length of the tf.Example signature's features, and the longest `serving_default`
+        accepts.
       extra_signatures: Name -> `ServedModel` of more signatures taking the id tensors (and
         their `extra_inputs`) directly.
       text_signatures: False leaves out `text` and `text_pair` and so every tensorflow-text op:
@@ -164,9 +173,12 @@ class ExportModule(tf.Module):
         an `input_ids` outside [0, vocab_size) and a `segment_ids` outside
         [0, type_vocab_size): a lookup past an embedding table fails only on a CPU, and a
         negative id would read a row from the table's end.
-      text_tokens: Whether `text` and `text_pair` also return `tokens`, string [batch,
-        max_seq_length]: the WordPiece tokens of the packed input (`[CLS]` first), "" at the
-        padding, so a client can read outputs given per token (a tagger's) against them.
+      text_tokens: Whether `text` and `text_pair` also return, each [batch, seq] as the
+        packed input: `tokens`, its WordPiece tokens (`[CLS]` first, "" at the padding), so a
+        client can read outputs given per token (a tagger's) against them; `start_offsets` and
+        `end_offsets`, int64, each token's span in its text in UTF-8 bytes (end exclusive, -1
+        at `[CLS]`, `[SEP]` and the padding); and `segment_ids`, int32, 0 for `text`/`text_a`,
+        1 for `text_b` (the text the offsets index).
       max_text_a_tokens: None: `text_pair` truncates a pair that is too long longest first,
         as the original's classifier. Else it cuts `text_a` to this many tokens and `text_b`
         to the rest, as the original's SQuAD packs a question (`max_query_length`) and the
@@ -174,7 +186,7 @@ class ExportModule(tf.Module):
 
     Raises:
       ValueError: `max_seq_length` below 3, a missing vocabulary, a signature name used twice,
-        or a served output named `tokens` with `text_tokens`.
+        or a served output named as one of `TEXT_TOKEN_OUTPUTS` with `text_tokens`.
     """
 
     def __init__(
@@ -200,8 +212,9 @@ class ExportModule(tf.Module):
         reserved = {DEFAULT_SIGNATURE, EXAMPLE_SIGNATURE, TEXT_SIGNATURE, TEXT_PAIR_SIGNATURE}
         if reserved & set(extra_signatures):
             raise ValueError(f"extra signature names may not be {sorted(reserved & set(extra_signatures))}")
-        if text_tokens and TOKENS_OUTPUT in served.output_names:
-            raise ValueError(f"with text_tokens the text signatures return {TOKENS_OUTPUT!r} themselves")
+        clash = [name for name in TEXT_TOKEN_OUTPUTS if name in served.output_names]
+        if text_tokens and clash:
+            raise ValueError(f"with text_tokens the text signatures return {clash[0]!r} themselves")
         self._served = served
         self._text_tokens = text_tokens
         self._max_text_a_tokens = max_text_a_tokens
@@ -308,18 +321,29 @@ class ExportModule(tf.Module):
         texts = after_checks({"a": text_a, "b": text_b}, [same_size])
         # A row whose text_b has no tokens is packed as a single text, as text_b=None is.
         tokenizer = self.tokenizer
-        inputs = pack_ids(
-            tokenizer.tokenize(texts["a"]),
-            tokenizer.tokenize(texts["b"]),
+        if self._text_tokens:
+            (ids_a, *offsets_a), (ids_b, *offsets_b) = (
+                tokenizer.tokenize_with_offsets(texts[k]) for k in "ab"
+            )
+            offsets = (offsets_a, offsets_b)
+        else:
+            ids_a, ids_b, offsets = tokenizer.tokenize(texts["a"]), tokenizer.tokenize(texts["b"]), None
+        packed = pack_ids(
+            ids_a,
+            ids_b,
             self._max_seq_length,
             tokenizer.cls_id,
             tokenizer.sep_id,
             max_a=self._max_text_a_tokens,
+            offsets=offsets,
+            pad_to_multiple=REQUEST_PADDING,
         )
-        outputs = self._served(inputs)
+        outputs = self._served({name: packed[name] for name in ID_INPUTS})
         if self._text_tokens:
-            tokens = self.tokenizer.id_tokens(inputs["input_ids"])
-            outputs[TOKENS_OUTPUT] = tf.where(inputs["input_mask"] > 0, tokens, "")
+            tokens = self.tokenizer.id_tokens(packed["input_ids"])
+            outputs[TOKENS_OUTPUT] = tf.where(packed["input_mask"] > 0, tokens, "")
+            for name in TEXT_TOKEN_OUTPUTS[1:]:
+                outputs[name] = packed[name]
         return outputs
 
     def _serve_examples(self, examples):

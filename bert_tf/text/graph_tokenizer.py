@@ -15,6 +15,14 @@ rebuilt from TF string ops, because tensorflow-text's own `BertTokenizer` normal
    are made spaces in step 1);
 6. words of more than 200 characters become "[UNK]"; the rest go through FastWordpiece.
 
+`tokenize_with_offsets` also gives each token's span in the text, in UTF-8 bytes, as
+`FullTokenizer.tokenize_with_offsets` gives it in characters: a token spans from the character
+its first character came from to the one its last came from. The words are tokenized with
+FastWordpiece's byte offsets into the normalised word; each character of the text is normalised
+alone by the same steps, which gives how many normalised characters it becomes (lower-casing and
+NFD act on each character alone but for the final sigma and the order of combining marks, which
+change no count), and so which character a normalised one came from.
+
 The text is first cut at ASCII whitespace into chunks, and each distinct chunk of a batch is
 tokenized once (the memoisation of `FullTokenizer`, in the graph). No step moves a chunk
 boundary: the only ASCII whitespace the original drops rather than splits at, vertical tab and
@@ -92,7 +100,8 @@ def _never_in_a_word(char):
 class GraphTokenizer(tf.Module):
     """Strings -> WordPiece ids in the graph, identical to `FullTokenizer(vocab_file, do_lower_case)`.
 
-    `tokenize(text)` maps a [batch] string tensor to ragged int64 ids; `pack(text_a, text_b,
+    `tokenize(text)` maps a [batch] string tensor to ragged int64 ids, and
+    `tokenize_with_offsets(text)` to the same ids with their byte spans; `pack(text_a, text_b,
     max_seq_length)` gives padded model inputs. Both are `tf.function`s with fixed signatures,
     exported when the module is saved with `tf.saved_model.save`. `id_tokens(ids)` maps ids back
     to the vocab's tokens.
@@ -137,6 +146,9 @@ class GraphTokenizer(tf.Module):
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
         self.tokenize = tf.function(self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        self.tokenize_with_offsets = tf.function(
+            self._tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+        )
         self.pack = tf.function(
             self._pack,
             input_signature=[
@@ -205,9 +217,69 @@ class GraphTokenizer(tf.Module):
     def _chunk_ids(self, chunks):
         """Steps 1-6 on a 1-D tensor of chunks -> ragged int64 [chunks, (ids)]."""
         words = self._words(chunks)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
-        flat = tf.where(too_long, tf.constant("[UNK]"), words.flat_values)
+        flat, _ = self._within_limit(words.flat_values)
         return words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
+
+    @staticmethod
+    def _within_limit(words):
+        """Step 6's word limit: words of more than 200 characters made "[UNK]" (and which)."""
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
+        return tf.where(too_long, tf.constant("[UNK]"), words), too_long
+
+    def _tokenize_with_offsets(self, text):
+        """`tokenize(text)` with each token's byte span in `text`.
+
+        Returns:
+          (ids, starts, ends): ragged int64 [batch, (tokens)] each; `ids` is `tokenize(text)`,
+          and bytes `starts` to `ends` (exclusive) of a text are where its token came from.
+        """
+        words = self.basic_tokenize(text)
+        flat, too_long = self._within_limit(words.flat_values)
+        ids, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat)
+        # Byte offsets into the normalised word -> its characters; an "[UNK]" for a word
+        # over the limit covers the word.
+        word_of_piece = ids.value_rowids()
+        piece_words = tf.gather(words.flat_values, word_of_piece)
+        word_chars = tf.strings.length(words.flat_values, unit="UTF8_CHAR")
+
+        def chars_before(byte_offsets):
+            lengths = tf.cast(byte_offsets, tf.int32)
+            prefixes = tf.strings.substr(piece_words, tf.zeros_like(lengths), lengths)
+            return tf.cast(tf.strings.length(prefixes, unit="UTF8_CHAR"), tf.int64)
+
+        whole = tf.gather(too_long, word_of_piece)
+        first = tf.where(
+            whole, tf.zeros_like(piece_starts.flat_values), chars_before(piece_starts.flat_values)
+        )
+        last = (
+            tf.where(
+                whole,
+                tf.cast(tf.gather(word_chars, word_of_piece), tf.int64),
+                chars_before(piece_ends.flat_values),
+            )
+            - 1
+        )
+        # Positions in the batch's normalised characters, words one after the other.
+        word_starts = tf.cumsum(tf.cast(word_chars, tf.int64), exclusive=True)
+        first += tf.gather(word_starts, word_of_piece)
+        last += tf.gather(word_starts, word_of_piece)
+        # The text's characters, each normalised alone: how many normalised characters each gives.
+        chars, char_starts = tf.strings.unicode_split_with_offsets(text, "UTF-8", errors="ignore")
+        distinct, index = tf.unique(chars.flat_values)
+        counts = tf.reduce_sum(tf.strings.length(self._words(distinct), unit="UTF8_CHAR"), axis=1)
+        counts = tf.gather(tf.cast(counts, tf.int64), index)
+        char_ends = tf.cumsum(counts)
+        row_bytes = char_starts.flat_values
+        char_bytes = tf.cast(tf.strings.length(chars.flat_values), tf.int64)
+        first_char = tf.searchsorted(char_ends, first, side="right")
+        last_char = tf.searchsorted(char_ends, last, side="right")
+        starts = tf.gather(row_bytes, first_char)
+        ends = tf.gather(row_bytes, last_char) + tf.gather(char_bytes, last_char)
+
+        def by_text(values):
+            return words.with_flat_values(ids.with_flat_values(values)).merge_dims(1, 2)
+
+        return by_text(ids.flat_values), by_text(starts), by_text(ends)
 
     def _ascii_chunk_ids(self, chunks):
         """`_chunk_ids` for chunks of printable ASCII only."""
@@ -267,7 +339,7 @@ def _truncate(ragged, lengths):
     return tf.ragged.boolean_mask(ragged, keep)
 
 
-def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
+def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None, offsets=None, pad_to_multiple=None):
     """Packs ragged id rows into padded model inputs, like `bert_tf.text.packing.pack_inputs`.
 
     Args:
@@ -278,9 +350,17 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
       max_a: None: a pair too long is truncated longest first (`truncate_seq_pair`). Else
         `ids_a` is cut to `max_a` tokens and `ids_b` to the rest, as the original's SQuAD packs
         a question and the first window of its paragraph (`max_query_length`).
+      offsets: None, or `((starts_a, ends_a), (starts_b, ends_b))`, ragged int [batch, (tokens)]
+        shaped as `ids_a` and `ids_b` (from `GraphTokenizer.tokenize_with_offsets`): packed
+        along as `start_offsets` and `end_offsets`, -1 at `[CLS]`, `[SEP]` and the padding.
+      pad_to_multiple: None pads every row to `max_seq_length`. Else the rows are padded to the
+        longest packed row of the batch rounded up to a multiple of this, at most
+        `max_seq_length`.
 
     Returns:
-      A dict of int32 [batch, max_seq_length] `input_ids`, `input_mask`, `segment_ids`.
+      A dict of int32 [batch, seq] `input_ids`, `input_mask`, `segment_ids` (and int64
+      `start_offsets`, `end_offsets` with `offsets`), seq `max_seq_length` or, with
+      `pad_to_multiple`, the batch's.
     """
     ids_a, ids_b = tf.cast(ids_a, tf.int32), tf.cast(ids_b, tf.int32)
     max_seq_length = tf.cast(max_seq_length, tf.int64)
@@ -293,7 +373,6 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
         pair_a, pair_b = len_a, tf.minimum(len_b, tf.maximum(max_seq_length - 3 - len_a, 0))
     new_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
     new_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
-    ids_a, ids_b = _truncate(ids_a, new_a), _truncate(ids_b, new_b)
 
     batch = tf.shape(len_a, out_type=tf.int64)[0]
     ones = tf.ones([batch], tf.int64)
@@ -301,26 +380,41 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None):
     # after `_truncate_seq_pair` (at max_seq_length 3 or 4); SQuAD's packing always closes its window.
     b_sep = tf.cast(new_b > 0 if max_a is None else has_b, tf.int64)
 
-    def constant_rows(value, lengths):
+    def constant_rows(value, lengths, dtype=tf.int32):
         return tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(lengths)], tf.constant(value, tf.int32)), lengths
+            tf.fill([tf.reduce_sum(lengths)], tf.constant(value, dtype)), lengths
         )
 
-    input_ids = tf.concat(
-        [
-            constant_rows(cls_id, ones),
-            ids_a,
-            constant_rows(sep_id, ones),
-            ids_b,
-            constant_rows(sep_id, b_sep),
-        ],
-        axis=1,
-    )
+    def packed(rows_a, rows_b, cls_value, sep_value):
+        """`[CLS] a [SEP] b [SEP]` of the truncated rows, with the given values at the specials."""
+        dtype = rows_a.dtype
+        return tf.concat(
+            [
+                constant_rows(cls_value, ones, dtype),
+                _truncate(rows_a, new_a),
+                constant_rows(sep_value, ones, dtype),
+                _truncate(rows_b, new_b),
+                constant_rows(sep_value, b_sep, dtype),
+            ],
+            axis=1,
+        )
+
+    input_ids = packed(ids_a, ids_b, cls_id, sep_id)
     segment_ids = tf.concat([constant_rows(0, new_a + 2), constant_rows(1, new_b + b_sep)], axis=1)
-    shape = tf.stack([batch, max_seq_length])
     lengths = input_ids.row_lengths()
-    return {
+    seq_length = max_seq_length
+    if pad_to_multiple is not None:
+        longest = tf.reduce_max(tf.concat([lengths, [1]], axis=0))
+        seq_length = tf.minimum(-(-longest // pad_to_multiple) * pad_to_multiple, max_seq_length)
+    shape = tf.stack([batch, seq_length])
+    inputs = {
         "input_ids": input_ids.to_tensor(0, shape=shape),
-        "input_mask": tf.sequence_mask(lengths, max_seq_length, dtype=tf.int32),
+        "input_mask": tf.sequence_mask(lengths, seq_length, dtype=tf.int32),
         "segment_ids": segment_ids.to_tensor(0, shape=shape),
     }
+    if offsets is not None:
+        (starts_a, ends_a), (starts_b, ends_b) = offsets
+        for name, rows_a, rows_b in (("start_offsets", starts_a, starts_b), ("end_offsets", ends_a, ends_b)):
+            rows = packed(tf.cast(rows_a, tf.int64), tf.cast(rows_b, tf.int64), -1, -1)
+            inputs[name] = rows.to_tensor(-1, shape=shape)
+    return inputs

@@ -13,6 +13,17 @@ The rules, from the original code (BUILD_NOTES.md, "Tokenizer", lists the ones e
 
 Everything after step 2 depends only on the word, so words are memoised: a corpus repeats its
 words, and the cache makes the tokenizer faster without changing its output.
+
+`tokenize_with_offsets` gives each token's span in the text as given, in characters (code
+points), end exclusive: a token spans from the character its first character came from to the one
+its last character came from. So a word piece covers its own characters, an "[UNK]" for a whole
+word covers the word, a character that lower-casing expands or NFD decomposes counts whole for
+each token it reaches, and characters dropped by cleaning or accent stripping are covered only
+between two characters of the same token (Hugging Face's fast BertTokenizer's `offset_mapping`
+follows the same rules). The spans come from the same steps as the tokens: the words' cleaned
+characters keep their positions, and the normalised word is mapped back to them character by
+character.
+
 Setting an attribute the output depends on (`do_lower_case`, `vocab`, `unk_token`,
 `max_input_chars_per_word`, a `FullTokenizer`'s `basic_tokenizer` or `wordpiece_tokenizer`)
 empties the memos that depend on it; changing the vocabulary dict in place does not.
@@ -216,13 +227,21 @@ class _Memoising:
     """A tokenizer that memoises `make(word)` (in `_memo`) on its `_Setting` attributes."""
 
     def __init__(self, make):
-        self._memo = _Memo(make)
+        self._memos = []
+        self._memo = self._memoise(make)
         # Called after the memo is emptied: the forgetting of tokenizers this one is part of.
         self.listeners = []
 
+    def _memoise(self, make):
+        """A `_Memo` of `make` that `forget` empties too."""
+        memo = _Memo(make)
+        self._memos.append(memo)
+        return memo
+
     def forget(self):
-        """Empties the memo, and those of the tokenizers this one is part of."""
-        self._memo.clear()
+        """Empties the memos, and those of the tokenizers this one is part of."""
+        for memo in self._memos:
+            memo.clear()
         for listener in self.listeners:
             listener()
 
@@ -237,6 +256,8 @@ class BasicTokenizer(_Memoising):
         do_lower_case: Lower-case and strip accents (uncased models).
         """
         super().__init__(self.tokenize_word_uncached)
+        self._span_memo = self._memoise(self._word_spans)
+        self._normalized_lengths = self._memoise(lambda char: len(self._normalize(char)))
         self.do_lower_case = do_lower_case
         self._char_replacements = _Memo(self._replace_char)
 
@@ -247,6 +268,21 @@ class BasicTokenizer(_Memoising):
             tokens.extend(self.tokenize_word(word))
         return tokens
 
+    def tokenize_with_offsets(self, text):
+        """`tokenize(text)` with each token's character span in `text`.
+
+        Returns:
+          (tokens, starts, ends): lists of equal length; `text[starts[i]:ends[i]]` is where
+          `tokens[i]` came from (ends exclusive, in code points of `text` as `str`).
+        """
+        tokens, starts, ends = [], [], []
+        for word, positions in self.split_words_with_offsets(text):
+            for token, origins in self._spans[word]:
+                tokens.append(token)
+                starts.append(positions[origins[0]])
+                ends.append(positions[origins[-1]] + 1)
+        return tokens, starts, ends
+
     def split_words(self, text):
         """Steps 1-3: the whitespace-separated words of the cleaned, CJK-padded text."""
         text = convert_to_unicode(text)
@@ -254,6 +290,29 @@ class BasicTokenizer(_Memoising):
             return text.translate(_ASCII_CLEAN).split()
         replacements = self._char_replacements
         return "".join([replacements[char] for char in text]).split()
+
+    def split_words_with_offsets(self, text):
+        """`split_words(text)` as `(word, positions)` pairs: `positions[i]` is where in `text`
+        (a code point index) the word's character `i` is; dropped characters have none."""
+        text = convert_to_unicode(text)
+        replacements = self._char_replacements
+        words, chars, positions = [], [], []
+        for position, char in enumerate(text):
+            replacement = replacements[char]
+            if replacement == char and not char.isspace():
+                chars.append(char)
+                positions.append(position)
+            elif replacement:
+                # A separator (whitespace, or U+2028/U+2029, which `str.split` splits at) or a
+                # CJK ideograph, a word of its own.
+                if chars:
+                    words.append(("".join(chars), positions))
+                    chars, positions = [], []
+                if not replacement.isspace():
+                    words.append((char, [position]))
+        if chars:
+            words.append(("".join(chars), positions))
+        return words
 
     @staticmethod
     def _replace_char(char):
@@ -273,8 +332,38 @@ class BasicTokenizer(_Memoising):
 
     def tokenize_word_uncached(self, word):
         """`tokenize_word` without the memo (for callers that memoise a later step)."""
-        text = self._strip_accents(word.lower()) if self._do_lower_case else word
-        return " ".join(self._split_on_punctuation(text)).split()
+        return self._split(self._normalize(word))
+
+    def _normalize(self, word):
+        """Step 4 (with `do_lower_case`)."""
+        return self._strip_accents(word.lower()) if self._do_lower_case else word
+
+    def _split(self, normalized):
+        """Step 5 on a normalised word."""
+        return " ".join(self._split_on_punctuation(normalized)).split()
+
+    @property
+    def _spans(self):
+        """`{word: [(token, origins)]}`, memoised: the basic tokens of a word from `split_words`,
+        each with the index in the word of the character each of its characters came from."""
+        return self._span_memo
+
+    def _word_spans(self, word):
+        normalized = self._normalize(word)
+        # The word's character each normalised character came from: lower-casing and NFD act
+        # on each character alone (but for the final sigma and the order of combining marks,
+        # which change no count), so each character gives as many as it gives alone.
+        if word.isascii() or not self._do_lower_case:
+            origins = range(len(word))
+        else:
+            counts = self._normalized_lengths
+            origins = [index for index, char in enumerate(word) for _ in range(counts[char])]
+        spans, position = [], 0
+        for token in self._split(normalized):
+            start = normalized.index(token, position)
+            position = start + len(token)
+            spans.append((token, origins[start:position]))
+        return spans
 
     @staticmethod
     def _strip_accents(text):
@@ -327,6 +416,34 @@ class WordpieceTokenizer(_Memoising):
         """The WordPieces of one word; memoised."""
         return self._memo[word]
 
+    def tokenize_with_offsets(self, text):
+        """`tokenize(text)` with each piece's character span in `text`.
+
+        Returns:
+          (tokens, starts, ends): lists of equal length, ends exclusive, in code points of
+          `text` as `str`. A piece covers its own characters; `unk_token` for a word covers the
+          word.
+        """
+        tokens, starts, ends = [], [], []
+        for match in re.finditer(r"\S+", convert_to_unicode(text)):
+            for piece, start, end in self.word_spans(match.group()):
+                tokens.append(piece)
+                starts.append(match.start() + start)
+                ends.append(match.start() + end)
+        return tokens, starts, ends
+
+    def word_spans(self, word):
+        """`tokenize_word(word)` as `(piece, start, end)` triples, spans of characters of `word`."""
+        pieces = self._memo[word]
+        if pieces == [self._unk_token]:
+            return [(pieces[0], 0, len(word))]
+        spans, start = [], 0
+        for index, piece in enumerate(pieces):
+            end = start + len(piece) - (2 if index else 0)
+            spans.append((piece, start, end))
+            start = end
+        return spans
+
     def _greedy_pieces(self, word):
         if len(word) > self._max_input_chars_per_word:
             return [self._unk_token]
@@ -357,6 +474,7 @@ class FullTokenizer(_Memoising):
         """
         # Whole words to their WordPieces: one lookup per word once the memo is warm.
         super().__init__(self._pieces_of_word)
+        self._span_memo = self._memoise(self._word_spans)
         self.vocab = load_vocab(vocab_file)
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
@@ -376,6 +494,35 @@ class FullTokenizer(_Memoising):
         for word in self._basic_tokenizer.split_words(text):
             tokens.extend(word_pieces[word])
         return tokens
+
+    def tokenize_with_offsets(self, text):
+        """`tokenize(text)` with each token's character span in `text`.
+
+        Args:
+          text: `str`, or UTF-8 `bytes` (decoded as `tokenize` decodes them; the offsets are
+            then into the decoded `str`).
+
+        Returns:
+          (tokens, starts, ends): lists of equal length; `tokens` is `tokenize(text)`, and
+          `text[starts[i]:ends[i]]` is where `tokens[i]` came from (code point indices, ends
+          exclusive). A word piece covers its own characters, an "[UNK]" for a word the word.
+        """
+        word_spans = self._span_memo
+        tokens, starts, ends = [], [], []
+        for word, positions in self._basic_tokenizer.split_words_with_offsets(text):
+            for piece, start, end in word_spans[word]:
+                tokens.append(piece)
+                starts.append(positions[start])
+                ends.append(positions[end - 1] + 1)
+        return tokens, starts, ends
+
+    def _word_spans(self, word):
+        """The word's WordPieces as `(piece, start, end)`, spans of the word's characters."""
+        return [
+            (piece, origins[start], origins[end - 1] + 1)
+            for token, origins in self._basic_tokenizer._spans[word]
+            for piece, start, end in self._wordpiece_tokenizer.word_spans(token)
+        ]
 
     def convert_tokens_to_ids(self, tokens):
         return convert_tokens_to_ids(self.vocab, tokens)

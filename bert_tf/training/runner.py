@@ -415,7 +415,8 @@ class Runner:
           output_names: The model outputs every signature returns.
           labels: None, or `(label_list, scores, output)`: the signatures also return `output`,
             the names of the best classes of the output `scores` (`bert_tf.export.NamedLabels`).
-          text_tokens: Whether `text` and `text_pair` also return the packed `tokens`.
+          text_tokens: Whether `text` and `text_pair` also return the packed `tokens`, their
+            byte offsets and `segment_ids` (`bert_tf.export.ExportModule`).
           max_text_a_tokens: How `text_pair` truncates (`bert_tf.export.ExportModule`).
 
         Returns:
