@@ -274,19 +274,6 @@ def test_answer_inside_a_word_keeps_the_whole_word(tokenizer):
     assert feature.tokens[feature.start_position : feature.end_position + 1] == ["japanese"]
 
 
-def test_max_context_spans_prefers_the_most_centred_window_and_the_first_on_ties():
-    spans = [squad_data.DocSpan(0, 5), squad_data.DocSpan(2, 5)]
-    # Token 3: window 0 has 3 left, 1 right; window 1 has 1 left, 3 right: a tie, window 0 wins.
-    assert squad_data.max_context_spans(spans, 7) == [0, 0, 0, 0, 1, 1, 1]
-    # The 0.01 * length term: equal context, the longer window wins.
-    assert squad_data.max_context_spans([squad_data.DocSpan(0, 3), squad_data.DocSpan(0, 4)], 4) == [
-        1,
-        1,
-        1,
-        1,
-    ]
-
-
 def test_long_document_across_several_windows(tokenizer):
     doc = MILK.split()
     examples = [

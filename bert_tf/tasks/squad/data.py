@@ -19,17 +19,15 @@ answer is first narrowed to the WordPieces that spell its text, where some do
 question, is labelled position 0 ([CLS]).
 """
 
-import collections
 import dataclasses
 import json
 import logging
 import re
 
-import numpy as np
-
 from bert_tf.files import open_file
 from bert_tf.tasks.squad.evaluation import squad_field
 from bert_tf.text.tokenization import whitespace_tokenize
+from bert_tf.text.windows import doc_spans, max_context_spans
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +92,6 @@ class InputFeatures:
     start_position: int = None
     end_position: int = None
     is_impossible: bool = False
-
-
-DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 
 
 def split_paragraph(text):
@@ -231,43 +226,6 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
             if " ".join(doc_tokens[start : end + 1]) == answer:
                 return start, end
     return input_start, input_end
-
-
-def doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-    """The windows over a document of `num_tokens` WordPieces (none for an empty document).
-
-    Returns:
-      A list of `DocSpan(start, length)`.
-    """
-    spans = []
-    start = 0
-    while start < num_tokens:
-        length = min(num_tokens - start, max_tokens_for_doc)
-        spans.append(DocSpan(start, length))
-        if start + length == num_tokens:
-            break
-        start += min(length, doc_stride)
-    return spans
-
-
-def max_context_spans(spans, num_tokens):
-    """For each WordPiece of the document, the window in which it has the most context.
-
-    Context is `min(tokens to the left, tokens to the right) + 0.01 * window length`; on a
-    tie the earlier window wins.
-
-    Returns:
-      A list of window indexes, one per WordPiece.
-    """
-    if len(spans) <= 1:
-        return [0] * num_tokens
-    scores = np.full((len(spans), num_tokens), -np.inf)
-    for index, span in enumerate(spans):
-        left = np.arange(span.length)
-        scores[index, span.start : span.start + span.length] = (
-            np.minimum(left, span.length - 1 - left) + 0.01 * span.length
-        )
-    return scores.argmax(axis=0).tolist()  # the first of equal maxima: the earlier window
 
 
 class _DocTokenizer:
