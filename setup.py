@@ -30,6 +30,8 @@ setup(
         # 2.77 needs protobuf < 7, so beside TensorFlow 2.21 (>= 6.31.1) pip settles on 6.33.
         # google-crc32c: Beam's TFRecord sink checksums each record 10x faster than with crcmod.
         # Dataflow also needs apache-beam[gcp]==2.77.0 (docs/pretraining.md, "Pretraining data").
+        # `--word_segmenter=jieba`: Chinese words for whole-word masking (create_pretraining_data).
+        "zh": ["jieba==0.42.1"],
         "beam": ["apache-beam[tfrecord]==2.77.0", "google-crc32c==1.9.0"],
         "test": [
             "pytest==9.0.3",

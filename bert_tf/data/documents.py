@@ -4,6 +4,10 @@ Input format (the original's): one sentence (segment) per line, a blank line bet
 documents. Lines are decoded as UTF-8 with invalid bytes dropped (with a warning naming the file
 and its first such line) and stripped of surrounding whitespace; lines that tokenize to nothing
 are skipped.
+
+With a word segmenter (`--word_segmenter`, for whole-word masking) each line is cut into words
+on its own, and a token that continues a word (`word_continuations`) is stored as `~id`, the
+mark `Masker(marked_words=True)` reads and removes.
 """
 
 import array
@@ -12,6 +16,7 @@ import logging
 import numpy as np
 
 from bert_tf.files import open_file, original_line
+from bert_tf.text.word_segmentation import word_continuations
 
 logger = logging.getLogger(__name__)
 
@@ -22,9 +27,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 class Corpus:
     """Documents of segments of token ids, held in three flat arrays.
 
-    `tokens` holds every id; segment `s` is `tokens[segment_starts[s]:segment_starts[s + 1]]`;
-    document `d` is segments `document_starts[d]` to `document_starts[d + 1]`. Four bytes a
-    token instead of a Python string each.
+    `tokens` holds every id (`~id` where it continues a segmenter's word); segment `s` is
+    `tokens[segment_starts[s]:segment_starts[s + 1]]`; document `d` is segments
+    `document_starts[d]` to `document_starts[d + 1]`. Four bytes a token instead of a Python
+    string each.
     """
 
     def __init__(self, tokens, segment_starts, document_starts):
@@ -74,10 +80,13 @@ class CorpusBuilder:
       tokenizer: A `FullTokenizer`.
       on_line: None, or called after each line that `add_file` reads with the counts so far
         (keywords `lines`, `bytes`, `documents`, `tokens`), e.g. `Progress.update`.
+      segmenter: None, or a function from a line to its words (`load_word_segmenter`): the
+        tokens that continue a word are marked (module doc).
     """
 
-    def __init__(self, tokenizer, on_line=None):
+    def __init__(self, tokenizer, on_line=None, segmenter=None):
         self._tokenizer = tokenizer
+        self._segmenter = segmenter
         self._vocab = tokenizer.vocab
         self._tokens = array.array("i")
         self._segment_starts = array.array("q", [0])
@@ -93,9 +102,15 @@ class CorpusBuilder:
         if not line:
             self.end_document()
             return
-        tokens = self._tokenizer.tokenize(line)
+        if self._segmenter is None:
+            tokens = self._tokenizer.tokenize(line)
+            ids = [self._vocab[token] for token in tokens]
+        else:
+            tokens, starts, _ = self._tokenizer.tokenize_with_offsets(line)
+            continues = word_continuations(line, starts, self._segmenter(line))
+            ids = [~self._vocab[t] if c else self._vocab[t] for t, c in zip(tokens, continues, strict=True)]
         if tokens:
-            self._tokens.extend([self._vocab[token] for token in tokens])
+            self._tokens.extend(ids)
             self._segment_starts.append(len(self._tokens))
             self._open_segments += 1
 
@@ -129,7 +144,11 @@ class CorpusBuilder:
                     if not_utf8 == 1:
                         where = f"line {number}" if start == 0 else f"the line at byte {offset}"
                         logger.warning("%s: %s is not UTF-8; its invalid bytes are dropped", path, where)
-                self.add_line(text)
+                try:
+                    self.add_line(text)
+                except ValueError as e:  # the segmenter's words are not the line's
+                    where = f"line {number}" if start == 0 else f"the line at byte {offset}"
+                    raise ValueError(f"{path}: {where}: --word_segmenter: {e}") from None
                 # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.
                 position = reader.tell()
                 self._lines_read += 1

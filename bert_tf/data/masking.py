@@ -11,6 +11,11 @@ then one draw per position for its fate (below 0.8 `[MASK]`, from 0.9 a random w
 the original's 80/10/10 from two draws). Uniform integers come from `int(rng.random() * n)`,
 whose bias, under n / 2^53, is far below anything a corpus can show. Whole-word masking always
 shuffles, since which words fit the budget depends on the order.
+
+Words from a segmenter (`--word_segmenter`, `bert_tf.text.word_segmentation`) arrive as marked
+ids: a token that continues a segmenter's word holds `~id` (negative). With `marked_words` the
+masker joins such a token to the one before it, as a "##" piece, then restores every id before
+drawing the replacements: the examples hold the ordinary ids.
 """
 
 
@@ -25,9 +30,20 @@ class Masker:
         piece before them).
       exact_stream: Consume the random stream as the original does; False allows fewer draws
         with the same distribution (see the module doc).
+      marked_words: The sequences hold marked ids (`~id` continues a segmenter's word; module
+        doc); only with `do_whole_word_mask`.
     """
 
-    def __init__(self, vocab, masked_lm_prob, max_predictions_per_seq, do_whole_word_mask, exact_stream=True):
+    def __init__(
+        self,
+        vocab,
+        masked_lm_prob,
+        max_predictions_per_seq,
+        do_whole_word_mask,
+        exact_stream=True,
+        marked_words=False,
+    ):
+        self.marked_words = marked_words
         self.masked_lm_prob = masked_lm_prob
         self.max_predictions_per_seq = max_predictions_per_seq
         self.do_whole_word_mask = do_whole_word_mask
@@ -44,7 +60,8 @@ class Masker:
             return [[position] for position in positions]
         candidates = []
         for position in positions:
-            if candidates and token_ids[position] in self.is_continuation:
+            token_id = token_ids[position]
+            if candidates and (token_id < 0 or token_id in self.is_continuation):
                 candidates[-1].append(position)
             else:
                 candidates.append([position])
@@ -88,7 +105,8 @@ class Masker:
         """Masks `token_ids` in place.
 
         Args:
-          token_ids: The ids of `[CLS] a [SEP] b [SEP]`; replaced tokens are written in place.
+          token_ids: The ids of `[CLS] a [SEP] b [SEP]` (marked with `marked_words`); replaced
+            tokens, and with `marked_words` every id restored, are written in place.
           num_segment_a: Length of `[CLS] a [SEP]`.
           rng: The `random.Random` of the run.
 
@@ -103,6 +121,8 @@ class Masker:
         if self.sample_positions:
             return self._mask_sampled(token_ids, num_segment_a, num_to_predict, rng)
         chosen = self._shuffled_choice(token_ids, num_segment_a, num_to_predict, rng)
+        if self.marked_words:
+            token_ids[:] = [token_id if token_id >= 0 else ~token_id for token_id in token_ids]
         # Choosing draws nothing after the shuffle, so replacing afterwards, in the chosen
         # order, consumes the stream as the original's interleaved loop does.
         labels = {}

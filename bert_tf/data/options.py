@@ -13,6 +13,7 @@ import dataclasses
 import logging
 
 from bert_tf.options import option
+from bert_tf.text.word_segmentation import NO_SEGMENTER, check_segmenter_name
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,11 @@ class PretrainingDataOptions:
     vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
     do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
     do_whole_word_mask: bool = option(False, "Mask whole words instead of single WordPieces.")
+    word_segmenter: str = option(
+        NO_SEGMENTER,
+        "With --do_whole_word_mask, the words of Chinese text: none (WordPieces only), jieba "
+        "(pip install -e '.[zh]'), or module:function (a line -> its list of words).",
+    )
     max_seq_length: int = option(128, "Maximum sequence length.")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per sequence.")
     random_seed: int = option(12345, "Random seed for data generation.")
@@ -54,6 +60,7 @@ class PretrainingDataOptions:
             raise ValueError(
                 f"--max_predictions_per_seq must be at least 0, got {self.max_predictions_per_seq}"
             )
+        check_segmenter_name(self.word_segmenter)
         if self.dupe_factor < 1:
             raise ValueError(f"--dupe_factor must be positive, got {self.dupe_factor}")
         for name in ("masked_lm_prob", "short_seq_prob"):
@@ -64,6 +71,7 @@ class PretrainingDataOptions:
         """Warns about flags the original runs with but that likely miss what the user meant:
 
         - `--max_seq_length` above the 512 positions of Google's released checkpoints;
+        - `--word_segmenter` without `--do_whole_word_mask`, where it changes nothing;
         - `--max_predictions_per_seq` capping the masking well below `--masked_lm_prob`. The
           original masks `min(max_predictions_per_seq, max(1, round(len(tokens) *
           masked_lm_prob)))` tokens of an instance, so a cap below `MASKING_CAP_MARGIN` x
@@ -78,6 +86,10 @@ class PretrainingDataOptions:
                 self.max_seq_length,
                 RELEASED_MAX_POSITIONS,
                 self.max_seq_length,
+            )
+        if self.word_segmenter != NO_SEGMENTER and not self.do_whole_word_mask:
+            logger.warning(
+                "--word_segmenter=%s changes nothing without --do_whole_word_mask", self.word_segmenter
             )
         asked = self.masked_lm_prob * self.max_seq_length
         if 0 < self.max_predictions_per_seq < MASKING_CAP_MARGIN * asked:

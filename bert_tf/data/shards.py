@@ -23,6 +23,7 @@ from bert_tf.data.examples import ExampleEncoder
 from bert_tf.data.instances import create_instances
 from bert_tf.data.masking import Masker
 from bert_tf.text.tokenization import FullTokenizer
+from bert_tf.text.word_segmentation import load_word_segmenter
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,9 @@ class ShardMaker:
         cheaper draws of the same distributions.
 
     Raises:
-      ValueError: The vocab lacks `[CLS]`, `[SEP]` or `[MASK]`.
+      ValueError: The vocab lacks `[CLS]`, `[SEP]` or `[MASK]`; with `do_whole_word_mask`, the
+        `word_segmenter` cannot be loaded (`load_word_segmenter`). Without
+        `do_whole_word_mask` the segmenter is not loaded: it would change nothing.
     """
 
     def __init__(self, options, exact=True):
@@ -80,12 +83,16 @@ class ShardMaker:
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
         if missing:
             raise ValueError(f"{options.vocab_file}: the vocab has no {', '.join(missing)}")
+        self.segmenter = None
+        if options.do_whole_word_mask:
+            self.segmenter = load_word_segmenter(options.word_segmenter)
         self.masker = Masker(
             vocab,
             options.masked_lm_prob,
             options.max_predictions_per_seq,
             options.do_whole_word_mask,
             exact_stream=exact,
+            marked_words=self.segmenter is not None,
         )
         self.encoder = ExampleEncoder(
             options.max_seq_length, options.max_predictions_per_seq, max(vocab.values())
@@ -99,7 +106,7 @@ class ShardMaker:
           on_line: None, or called after each line with the counts so far (progress), as
             `CorpusBuilder`'s.
         """
-        builder = CorpusBuilder(self.tokenizer, on_line)
+        builder = CorpusBuilder(self.tokenizer, on_line, self.segmenter)
         for path, start, end in ranges:
             builder.add_file(path, start, end)
         return builder.build()
