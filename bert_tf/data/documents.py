@@ -146,7 +146,10 @@ class CorpusBuilder:
                         logger.warning("%s: %s is not UTF-8; its invalid bytes are dropped", path, where)
                 try:
                     self.add_line(text)
-                except ValueError as e:  # the segmenter's words are not the line's
+                except ValueError as e:
+                    if self._segmenter is None:
+                        raise
+                    # The segmenter's words are not the line's (`word_continuations`).
                     where = f"line {number}" if start == 0 else f"the line at byte {offset}"
                     raise ValueError(f"{path}: {where}: --word_segmenter: {e}") from None
                 # The offset, not a sum of line lengths: tf.io.gfile drops every "\r" of a line.

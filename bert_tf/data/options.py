@@ -1,8 +1,10 @@
 """The options of `create_pretraining_data`, as dataclasses whose fields are also the tool's flags.
 
 `PretrainingDataOptions`: the original's flags that decide the examples (with its defaults and
-help). `CreatePretrainingDataOptions` adds the tool's other flags: the input and output files,
-and how the job runs (scale mode's processes and shards, an Apache Beam runner).
+help), and `word_segmenter` (Chinese words for whole-word masking,
+`bert_tf.text.word_segmentation`). `CreatePretrainingDataOptions` adds the tool's other flags:
+the input and output files, and how the job runs (scale mode's processes and shards, an Apache
+Beam runner).
 `tools/create_pretraining_data.py` defines its flags from the latter (`bert_tf.options`).
 
 Scale mode's worker processes and Beam's workers receive the options: this module imports
@@ -28,7 +30,7 @@ MASKING_CAP_MARGIN = 0.9
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataOptions:
-    """The original's flags (and defaults) that decide the examples."""
+    """The original's flags (and defaults) that decide the examples, and the word segmenter."""
 
     vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
     do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
