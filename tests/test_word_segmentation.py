@@ -202,12 +202,14 @@ def test_scale_mode_workers_segment_reproducibly(zh_vocab, tmp_path):
     assert abs(masked_share(records) - 0.15) <= 0.03
 
 
-def test_a_module_function_segmenter(zh_vocab, tmp_path):
-    output = str(tmp_path / "pairs")
+def test_a_module_function_segmenter_in_spawned_workers(zh_vocab, tmp_path):
     name = "tests.word_segmenters:character_pairs"
     assert load_word_segmenter(name) is word_segmenters.character_pairs
-    create_pretraining_data(ZH_SAMPLE, output, zh_options(zh_vocab, word_segmenter=name))
-    records = pf.read_records(output)
+    options = zh_options(zh_vocab, word_segmenter=name)
+    summary = create_pretraining_data(
+        ZH_SAMPLE, str(tmp_path / "pairs"), options, num_workers=1, shard_size_mb=0.003
+    )
+    records = [r for path in summary.output_files for r in pf.read_records(path)]
     documents = reference_documents(zh_vocab, word_segmenters.character_pairs)
     assert check_whole_words(records, documents) > 100
     # jieba's words are not pairs: its check fails on this output.
