@@ -48,6 +48,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
+	$(PY) benchmarks/chinese_wwm_bench.py
 	$(PY) benchmarks/cpu_bench.py
 	$(PY) benchmarks/finetuning_bench.py
 	$(PY) benchmarks/squad_features_bench.py

@@ -1,4 +1,4 @@
-"""Instances/s of create_pretraining_data's exact mode on Chinese text, with and without a word
+"""Instances a second of create_pretraining_data's exact mode on Chinese text, with and without a word
 segmenter for whole-word masking.
 
   python benchmarks/chinese_wwm_bench.py [--rounds=3] [--configs=plain,wwm,jieba]
@@ -12,8 +12,10 @@ builds it). Configurations, each run in this process on a small and a large copy
 - wwm: `--do_whole_word_mask`, no segmenter ("##" pieces only, the original's);
 - jieba: `--do_whole_word_mask --word_segmenter=jieba`.
 
-instances/s is the marginal rate between the two sizes (extra instances / extra seconds), which
-leaves out what a run pays once (loading the vocabulary). A warm-up run of each configuration
+The rate is the marginal one between the two sizes (extra instances / extra seconds), which
+leaves out what a run pays once (loading the vocabulary), in CPU seconds of this process (exact
+mode is one thread of work, and CPU time is less disturbed than wall time by other jobs on a
+shared machine; the wall-clock rate is printed beside it). A warm-up run of each configuration
 first pays the imports and loads jieba's dictionary, once a process; its time is printed. The rounds
 alternate the configurations; the median is printed. `--bert_tf=DIR` runs the bert_tf of another
 tree (an earlier revision, for the no-segmenter configurations, which it has).
@@ -72,13 +74,14 @@ def write_inputs(directory, copies):
 
 
 def run(corpus, vocab, config, output):
-    """(instances, seconds) of one exact-mode run."""
+    """(instances, CPU seconds, wall seconds) of one exact-mode run (one thread of work: its CPU
+    time is less disturbed than its wall time by other jobs on the machine)."""
     from bert_tf.data import PretrainingDataOptions, create_pretraining_data
 
     options = PretrainingDataOptions(vocab_file=vocab, **FLAGS, **CONFIGS[config])
-    start = time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     summary = create_pretraining_data(corpus, output, options)
-    return summary.instances, time.perf_counter() - start
+    return summary.instances, time.process_time() - cpu, time.perf_counter() - wall
 
 
 def main():
@@ -103,23 +106,23 @@ def main():
         output = os.path.join(directory, "out.tfrecord")
         print(f"corpus: {os.path.getsize(small) / 1e6:.2f} MB and {os.path.getsize(large) / 1e6:.2f} MB")
         for config in configs:  # imports, and jieba's dictionary, loaded once per process
-            _, seconds = run(small, vocab, config, output)
-            print(f"warm-up {config:6s}: {seconds:.2f} s on the small corpus")
+            _, cpu, wall = run(small, vocab, config, output)
+            print(f"warm-up {config:6s}: {cpu:.2f} CPU s, {wall:.2f} s on the small corpus")
         for round_index in range(args.rounds):
             for config in configs:
-                small_instances, small_seconds = run(small, vocab, config, output)
-                large_instances, large_seconds = run(large, vocab, config, output)
-                rate = (large_instances - small_instances) / (large_seconds - small_seconds)
+                small_instances, small_cpu, small_wall = run(small, vocab, config, output)
+                large_instances, large_cpu, large_wall = run(large, vocab, config, output)
+                extra = large_instances - small_instances
+                rate, wall_rate = extra / (large_cpu - small_cpu), extra / (large_wall - small_wall)
                 rates[config].append(rate)
                 print(
-                    f"round {round_index + 1} {config:6s}: {rate:8,.0f} instances/s "
-                    f"({large_instances:,} instances in {large_seconds:.2f} s; fixed "
-                    f"{small_seconds - small_instances / rate:.2f} s)",
+                    f"round {round_index + 1} {config:6s}: {rate:8,.0f} instances per CPU second, "
+                    f"{wall_rate:8,.0f} instances/s ({large_instances:,} instances in {large_wall:.2f} s)",
                     flush=True,
                 )
     medians = {config: statistics.median(values) for config, values in rates.items()}
     for config, median in medians.items():
-        print(f"{config:6s}: median {median:,.0f} instances/s")
+        print(f"{config:6s}: median {median:,.0f} instances per CPU second")
     if "jieba" in medians and "wwm" in medians:
         print(f"jieba / wwm: {medians['jieba'] / medians['wwm']:.2f}x")
 

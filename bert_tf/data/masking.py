@@ -52,6 +52,8 @@ class Masker:
         # The original draws a random word from list(vocab.keys()) and looks its id up.
         self.vocab_word_ids = list(vocab.values())
         self.is_continuation = {index for token, index in vocab.items() if token.startswith("##")}
+        if marked_words:  # a marked id continues a word whatever its token
+            self.is_continuation.update(~index for index in vocab.values())
 
     def _candidates(self, token_ids, num_segment_a):
         """Groups of positions that are masked together; never [CLS] or the two [SEP]."""
@@ -60,8 +62,7 @@ class Masker:
             return [[position] for position in positions]
         candidates = []
         for position in positions:
-            token_id = token_ids[position]
-            if candidates and (token_id < 0 or token_id in self.is_continuation):
+            if candidates and token_ids[position] in self.is_continuation:
                 candidates[-1].append(position)
             else:
                 candidates.append([position])
