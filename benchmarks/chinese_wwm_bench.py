@@ -4,7 +4,7 @@ segmenter for whole-word masking.
   python benchmarks/chinese_wwm_bench.py [--rounds=3] [--configs=plain,wwm,jieba]
   PYTHONPATH=OTHER_TREE python benchmarks/chinese_wwm_bench.py --bert_tf=OTHER_TREE --configs=plain,wwm
 
-Corpus: tests/data/zh_sample.txt (95 lines of Chinese, 15 documents) repeated; the vocabulary is
+Corpus: tests/data/zh_sample.txt (83 lines of Chinese in 13 documents) repeated; the vocabulary is
 its characters, ASCII words in single-character pieces (as tests/test_word_segmentation.py
 builds it). Configurations, each run in this process on a small and a large copy of the corpus:
 
