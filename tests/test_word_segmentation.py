@@ -217,6 +217,26 @@ def test_a_module_function_segmenter_in_spawned_workers(zh_vocab, tmp_path):
         check_whole_words(records, reference_documents(zh_vocab, jieba.lcut))
 
 
+def test_beams_workers_load_the_segmenter_by_its_name(zh_vocab, tmp_path):
+    """Beam ships the DoFn pickled, its options holding the segmenter's name; a worker's
+    `setup` loads it. (Skipped only without the `beam` extra, which `make install` installs.)"""
+    beam_pipeline = pytest.importorskip("bert_tf.data.beam_pipeline")
+    from apache_beam.internal import pickler
+
+    options = zh_options(zh_vocab, word_segmenter="tests.word_segmenters:character_pairs")
+    fn = pickler.loads(pickler.dumps(beam_pipeline.MakeShardFn(options)))
+    fn.setup()
+    plan = shards.plan_scale_mode([ZH_SAMPLE], str(tmp_path / "zh"), options, 0.003)
+    path = str(tmp_path / "beam.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for shard in enumerate(plan):
+            for record in fn.process(shard):
+                writer.write(record)
+    records = pf.read_records(path)
+    assert check_whole_words(records, reference_documents(zh_vocab, word_segmenters.character_pairs)) > 100
+    assert abs(masked_share(records) - 0.15) <= 0.03
+
+
 def test_none_is_the_originals_whole_word_masking(tmp_path):
     output = str(tmp_path / "wwm.tfrecord")
     options = PretrainingDataOptions(
