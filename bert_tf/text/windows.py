@@ -69,13 +69,17 @@ def max_context_spans(spans, num_tokens):
     """
     if len(spans) <= 1:
         return [0] * num_tokens
-    scores = np.full((len(spans), num_tokens), -np.inf)
+    # Window by window, each over its own pieces only (memory linear in the document's length).
+    best = np.zeros(num_tokens, np.int64)
+    best_scores = np.full(num_tokens, -np.inf)
     for index, span in enumerate(spans):
         left = np.arange(span.length)
-        scores[index, span.start : span.start + span.length] = (
-            np.minimum(left, span.length - 1 - left) + 0.01 * span.length
-        )
-    return scores.argmax(axis=0).tolist()  # the first of equal maxima: the earlier window
+        scores = np.minimum(left, span.length - 1 - left) + 0.01 * span.length
+        window = slice(span.start, span.start + span.length)
+        better = scores > best_scores[window]  # strictly: on a tie the earlier window stays
+        best[window][better] = index
+        best_scores[window][better] = scores[better]
+    return best.tolist()
 
 
 def window_spans(num_tokens, max_tokens_for_doc, doc_stride):
