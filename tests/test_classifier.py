@@ -843,6 +843,7 @@ def test_texts_that_fit_in_one_window_give_todays_results(tmp_path):
         )
         results = run_classifier(options)
         files = [(output_dir / name).read_text() for name in ("test_results.tsv", "eval_results.txt")]
+        assert len(list(tf.data.TFRecordDataset(str(output_dir / "predict.tf_record")))) == 16  # none split
         written.append((results["predict"], files))
     np.testing.assert_array_equal(written[0][0], written[1][0])
     assert written[0][1] == written[1][1]
