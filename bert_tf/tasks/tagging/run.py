@@ -144,14 +144,11 @@ def run_tagger(options):
     results = {"train": None, "eval": None, "predict": None, "predict_tokens": None, "export": None}
     num_labels = len(label_list)
 
-    def predict(model, examples, mode):
-        """The predicted labels of `examples`' words and of their WordPieces."""
+    def predict(model, mode):
+        """The features of `mode` and their predicted label ids."""
         features, path = converted[mode]
         outputs = runner.predict_records(model, path, spec, len(features), ["predictions"])
-        return (
-            word_predictions(examples, features, outputs["predictions"], label_list),
-            token_predictions(examples, features, outputs["predictions"], label_list),
-        )
+        return features, outputs["predictions"]
 
     if options.do_train:
         features, path = converted["train"]
@@ -161,7 +158,7 @@ def run_tagger(options):
         features, path = converted["eval"]
 
         def entity_results(model):
-            predicted, _ = predict(model, eval_examples, "eval")
+            predicted = word_predictions(eval_examples, *predict(model, "eval"), label_list)
             if runner.distribution.is_chief:
                 write_conll(eval_examples, predicted, os.path.join(options.output_dir, EVAL_PREDICTIONS))
             scores = entity_scores([example.tags for example in eval_examples], predicted)
@@ -174,7 +171,9 @@ def run_tagger(options):
     if options.do_predict:
         model = runner.build(BertTagger, num_labels)
         runner.restore(model)
-        predicted, results["predict_tokens"] = predict(model, predict_examples, "predict")
+        features, predictions = predict(model, "predict")
+        predicted = word_predictions(predict_examples, features, predictions, label_list)
+        results["predict_tokens"] = token_predictions(predict_examples, features, predictions, label_list)
         if runner.distribution.is_chief:
             write_conll(predict_examples, predicted, os.path.join(options.output_dir, TEST_PREDICTIONS))
         results["predict"] = predicted
