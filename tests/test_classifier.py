@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
 from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.tasks.classifier import run as classifier_run
@@ -692,3 +693,172 @@ def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):
     assert result.stderr.strip().splitlines()[-1] == (
         "error: --task_name: unknown task 'QQP'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
     )
+
+
+# -- long texts as windows (--doc_stride) -------------------------------------------------------
+
+# 14 words of one WordPiece each: with --max_seq_length=8 (windows of 6) and --doc_stride=4, the
+# windows start at 0, 4 and 8, the last one reaching the end.
+LONG_TEXT = "the cat sat on a mat and ate fish with one dog near two"
+LONG_WINDOWS = [(0, 6), (4, 6), (8, 6)]
+
+
+def test_windows_of_a_text_and_of_a_pair_carry_its_label(tokenizer):
+    words = LONG_TEXT.split()
+    features = classifier_data.convert_example_to_windows(
+        InputExample("g", LONG_TEXT, None, "1"), ["0", "1"], 8, 4, tokenizer
+    )
+    assert [f.input_ids for f in features] == [
+        _ids(["[CLS]", *words[start : start + length], "[SEP]"]) for start, length in LONG_WINDOWS
+    ]
+    assert [(f.label_id, f.input_mask, f.segment_ids) for f in features] == [(1, [1] * 8, [0] * 8)] * 3
+    # A pair: text_a whole in every window, text_b in windows of 8 - 2 - 3 = 3 pieces.
+    features = classifier_data.convert_example_to_windows(
+        InputExample("g", "dog cat", "a b c d e", "0"), ["0", "1"], 8, 2, tokenizer
+    )
+    assert [f.input_ids for f in features] == [
+        _ids(["[CLS]", "dog", "cat", "[SEP]", *b, "[SEP]"]) for b in (["a", "b", "c"], ["c", "d", "e"])
+    ]
+    assert features[1].segment_ids == [0, 0, 0, 0, 1, 1, 1, 1]
+    # A text that fits is today's one feature; an empty one is [CLS] [SEP].
+    for text in ("dog cat", ""):
+        today = classifier_data.convert_single_example(
+            0, InputExample("g", text, None, "0"), ["0", "1"], 8, tokenizer
+        )
+        assert classifier_data.convert_example_to_windows(
+            InputExample("g", text, None, "0"), ["0", "1"], 8, 4, tokenizer
+        ) == [today]
+    with pytest.raises(ValueError, match=r"^dev\.tsv:4: text_a has 5 WordPieces, which leave no room"):
+        classifier_data.convert_example_to_windows(
+            InputExample("g", "a b c d e", "f", "0", "dev.tsv", 4), ["0", "1"], 8, 2, tokenizer
+        )
+
+
+def _classifier_reference(weights, windows_ids):
+    """Float64 probabilities of the original's classifier on single-text windows of 8."""
+    input_ids = np.zeros((len(windows_ids), 8), np.int32)
+    for row, ids in enumerate(windows_ids):
+        input_ids[row, : len(ids)] = ids
+    mask = (input_ids != 0).astype(np.int32)
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    pooled = reference.reference_forward(weights, config, input_ids, mask, np.zeros_like(input_ids))[
+        "pooled_output"
+    ]
+    logits = pooled @ weights["output_weights"].astype(np.float64).T + weights["output_bias"]
+    return reference.softmax(logits)
+
+
+def _window_options(tmp_path, data_dir, **changes):
+    return ClassifierOptions(
+        **dict(
+            dict(
+                task_name="tsv",
+                data_dir=str(data_dir),
+                labels="0,1",
+                vocab_file=VOCAB,
+                bert_config_file=mf.GOOGLE_TINY_CONFIG,
+                output_dir=str(tmp_path / "out"),
+                max_seq_length=8,
+                doc_stride=4,
+                eval_batch_size=2,
+                predict_batch_size=2,
+            ),
+            **changes,
+        )
+    )
+
+
+def test_long_texts_train_as_windows_and_pool_their_probabilities_per_text(tmp_path):
+    """Training counts windows, each with its text's label; eval and predict pool the windows'
+    probabilities per text (mean, then max), one row per text, against the float64 reference
+    of the trained checkpoint on the windows cut and read by hand."""
+    texts = [(LONG_TEXT, "1"), ("dog near trees", "0"), ("two fish", "1")]
+    for name in ("train", "dev", "test"):
+        _write_tsv(tmp_path / "data" / f"{name}.tsv", [["sentence", "label"], *texts])
+    prefix = str(tmp_path / "original" / "model.ckpt-0")
+    ff.write_original_finetuned_checkpoint(prefix, 2, 0, seed=5)
+    options = _window_options(
+        tmp_path,
+        tmp_path / "data",
+        init_checkpoint=prefix,
+        do_train=True,
+        do_eval=True,
+        do_predict=True,
+        train_batch_size=2,
+        num_train_epochs=1.0,
+        learning_rate=1e-4,
+    )
+    results = run_classifier(options)
+    out = tmp_path / "out"
+    # 3 + 1 + 1 windows: int(5 / 2 * 1) steps, one record per window.
+    assert results["train"]["global_step"] == 2
+    assert len(list(tf.data.TFRecordDataset(str(out / "train.tf_record")))) == 5
+
+    weights = reference.load_checkpoint_weights(tf.train.latest_checkpoint(str(out)))
+    words = LONG_TEXT.split()
+    windows = [_ids(["[CLS]", *words[s : s + n], "[SEP]"]) for s, n in LONG_WINDOWS]
+    short = [_ids(["[CLS]", *text.split(), "[SEP]"]) for text, _ in texts[1:]]
+    probabilities = _classifier_reference(weights, windows + short)
+    mean = np.array([probabilities[:3].mean(axis=0), probabilities[3], probabilities[4]])
+    np.testing.assert_allclose(results["predict"], mean, atol=2e-6)
+    rows = [line.split("\t") for line in (out / "test_results.tsv").read_text().splitlines()]
+    np.testing.assert_allclose(np.array(rows, float), mean, atol=2e-6)
+    header, *rows = [line.split("\t") for line in (out / "test_predictions.tsv").read_text().splitlines()]
+    assert [row[:2] for row in rows] == [[f"test-{i}", str(np.argmax(p))] for i, p in enumerate(mean, 1)]
+
+    # eval_accuracy and eval_loss over the 3 texts; loss (the batch losses' mean) over windows.
+    labels = np.array([1, 0, 1])
+    got = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+    assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert float(got["eval_accuracy"]) == pytest.approx(np.mean(mean.argmax(-1) == labels), abs=1e-6)
+    assert float(got["eval_loss"]) == pytest.approx(-np.log(mean[np.arange(3), labels]).mean(), abs=1e-5)
+    nll = -np.log(probabilities[np.arange(5), [1, 1, 1, 0, 1]])
+    assert float(got["loss"]) == pytest.approx(np.mean([nll[:2].mean(), nll[2:4].mean(), nll[4]]), abs=1e-5)
+
+    # --window_pooling=max: each label's largest probability over the windows.
+    options = _window_options(tmp_path, tmp_path / "data", do_predict=True, window_pooling="max")
+    biggest = np.array([probabilities[:3].max(axis=0), probabilities[3], probabilities[4]])
+    np.testing.assert_allclose(run_classifier(options)["predict"], biggest, atol=2e-6)
+
+
+def test_texts_that_fit_in_one_window_give_todays_results(tmp_path):
+    """The keyword task's pairs fit in 48 tokens: with --doc_stride each is one window, and the
+    probabilities, test_results.tsv and eval_results.txt are those without it."""
+    prefix = str(tmp_path / "original" / "model.ckpt-7")
+    ff.write_original_finetuned_checkpoint(prefix, 2, 7, seed=4)
+    written = []
+    for doc_stride in (None, 3):
+        output_dir = tmp_path / f"out_{doc_stride}"
+        options = ClassifierOptions(
+            task_name="mrpc",
+            data_dir=DEMO,
+            vocab_file=VOCAB,
+            bert_config_file=mf.GOOGLE_TINY_CONFIG,
+            init_checkpoint=prefix,
+            output_dir=str(output_dir),
+            max_seq_length=48,
+            do_eval=True,
+            do_predict=True,
+            doc_stride=doc_stride,
+        )
+        results = run_classifier(options)
+        files = [(output_dir / name).read_text() for name in ("test_results.tsv", "eval_results.txt")]
+        assert len(list(tf.data.TFRecordDataset(str(output_dir / "predict.tf_record")))) == 16  # none split
+        written.append((results["predict"], files))
+    np.testing.assert_array_equal(written[0][0], written[1][0])
+    assert written[0][1] == written[1][1]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(doc_stride=0), "--doc_stride must be at least 1, got 0"),
+        (dict(window_pooling="sum"), "--window_pooling: expected one of mean, max, got 'sum'"),
+    ],
+)
+def test_bad_window_flags_are_one_line_errors_before_anything_is_written(tmp_path, changes, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        run_classifier(
+            _window_options(tmp_path, DEMO, task_name="mrpc", labels=None, do_predict=True, **changes)
+        )
+    assert not (tmp_path / "out").exists()

@@ -1,4 +1,6 @@
-"""extract_features against the float64 reference on ids taken from the tokenizer fixture."""
+"""extract_features against the float64 reference on ids taken from the tokenizer fixture, and
+with --doc_stride against the reference on windows cut by hand, each token read from its
+max-context window."""
 
 import json
 import os
@@ -15,6 +17,7 @@ from bert_tf.tasks.features import data as features_data
 from bert_tf.tasks.features import task as features_task
 from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
 from bert_tf.text.tokenization import FullTokenizer
+from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
 
@@ -102,6 +105,80 @@ def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
     np.testing.assert_allclose(got, want[: len(ids)], atol=1e-5)
 
 
+def _squad_windows(num_tokens, window, stride):
+    """The original run_squad.py's loop over a document, written out: (start, length) pairs."""
+    windows, start = [], 0
+    while True:
+        length = min(num_tokens - start, window)
+        windows.append((start, length))
+        if start + length == num_tokens:
+            return windows
+        start += min(length, stride)
+
+
+def test_a_long_text_is_read_from_each_pieces_max_context_window(fixtures_dir, model, weights):
+    """Three fixture lines as one text of 50+ WordPieces, windows of 16 - 2 starting at most 5
+    apart, 3 windows a forward pass: every WordPiece's activations from its max-context window,
+    [CLS] from the first window and [SEP] from the last."""
+    rows = fixture_lines(4)
+    long_text = " ".join(row["text"] for row in rows[:3])
+    ids = [i for row in rows[:3] for i in row["ids"]]
+    tokens = [t for row in rows[:3] for t in row["tokens"]]
+    seq_length, stride = 16, 5
+    windows = _squad_windows(len(ids), seq_length - 2, stride)
+    assert len(ids) > 50 and len(windows) > 3
+    reference = [
+        reference_layers(weights, model.config, [CLS, *ids[s : s + n], SEP], [0] * (n + 2), seq_length)
+        for s, n in windows
+    ]
+    want = {}
+    for layer in (-1, 0):
+        rows_want = [reference[0][layer][0]]
+        for piece in range(len(ids)):
+            window = ff.max_context_window(windows, piece)
+            rows_want.append(reference[window][layer][1 + piece - windows[window][0]])
+        n = windows[-1][1]
+        rows_want.append(reference[-1][layer][n + 1])
+        want[layer] = np.array(rows_want)
+
+    examples = [features_data.InputExample(0, long_text), features_data.InputExample(1, rows[3]["text"])]
+    tokenizer = FullTokenizer(VOCAB, True)
+    encoded = list(
+        features_task.encode_documents(model, tokenizer, examples, seq_length, [-1, 0], 3, doc_stride=stride)
+    )
+    assert [(example.unique_id, got_tokens) for example, got_tokens, _ in encoded] == [
+        (0, ["[CLS]", *tokens, "[SEP]"]),
+        (1, ["[CLS]", *rows[3]["tokens"], "[SEP]"]),
+    ]
+    _, _, layers = encoded[0]
+    for got, layer in zip(layers, (-1, 0), strict=True):
+        np.testing.assert_allclose(got, want[layer], atol=1e-5)
+    # The tool's JSON: the same values, rounded.
+    (result, _) = features_task.extract_features(model, tokenizer, examples, seq_length, [-1], 3, stride)
+    assert [f["token"] for f in result["features"]] == ["[CLS]", *tokens, "[SEP]"]
+    got = np.array([f["layers"][0]["values"] for f in result["features"]])
+    np.testing.assert_allclose(got, want[-1], atol=1e-5)
+    with pytest.raises(ValueError, match=r"^example 4: a pair; doc_stride reads single texts$"):
+        list(
+            features_task.encode_documents(
+                model, tokenizer, [features_data.InputExample(4, "a", "b")], 16, [-1], 3, 5
+            )
+        )
+
+
+def test_texts_that_fit_in_one_window_give_todays_features(fixtures_dir, model):
+    rows = [row for row in fixture_lines(20) if len(row["ids"]) <= 62][:4]
+    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(rows)]
+    examples.append(features_data.InputExample(4, ""))
+    tokenizer = FullTokenizer(VOCAB, True)
+    today = list(features_task.extract_features(model, tokenizer, examples, 64, [-1, -2], 2))
+    assert len(today) == 5 and max(len(r["features"]) for r in today) > 40
+    assert (
+        list(features_task.extract_features(model, tokenizer, examples, 64, [-1, -2], 2, doc_stride=7))
+        == today
+    )
+
+
 def test_read_examples_splits_pairs(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"  one  \nleft ||| right\n\xff\xfebroken utf8\n")
@@ -177,6 +254,11 @@ def test_the_tool_writes_the_original_structure(fixtures_dir, tmp_path):
         (dict(layers="-3"), "--layers [-3] outside the model's 2 layers"),
         (dict(use_tpu=True), "needs --tpu_name or --master"),
         (dict(batch_size=0), "--batch_size must be at least 1, got 0"),
+        (dict(doc_stride=0), "--doc_stride must be at least 1, got 0"),
+        (
+            dict(doc_stride=4, layers="-1"),
+            f"{source}:2: a pair ('text_a ||| text_b'); --doc_stride reads single texts",
+        ),
     ):
         options = FeaturesOptions(**flags, output_file=f"{tmp_path}/bad.jsonl", **change)
         with pytest.raises(ValueError, match=re.escape(message)):

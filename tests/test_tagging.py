@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
 from bert_tf.tasks.tagging import data as tagging_data
 from bert_tf.tasks.tagging import run as tagging_run
@@ -20,6 +21,8 @@ from bert_tf.tasks.tagging import task as tagging_task
 from bert_tf.tasks.tagging.data import TaggingExample
 from bert_tf.tasks.tagging.metrics import chunks, entity_scores
 from bert_tf.text.tokenization import FullTokenizer
+from bert_tf.text.windows import DocSpan
+from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,6 +110,7 @@ def _options(tmp_path, **changes):
         (dict(do_eval=True, eval_file="EMPTY"), r"^.*/empty\.txt: no sentence$"),
         (dict(labels="O,B-PER,O"), r"^--labels names O more than once$"),
         (dict(labels=" , ,"), r"^--labels=' , ,' names no label$"),
+        (dict(doc_stride=0), r"^--doc_stride must be at least 1, got 0$"),
     ],
 )
 def test_bad_input_is_an_error_before_anything_is_written(tmp_path, fixtures_dir, changes, message):
@@ -199,6 +203,64 @@ def test_a_word_longer_than_a_window_keeps_its_first_pieces_and_empty_words_are_
         _ids(["[CLS]", "johan", "[SEP]"]),
         _ids(["[CLS]", "[UNK]", "[SEP]"]),
     ]
+
+
+# 12 words, 14 pieces (johan ##son twice); --max_seq_length=8 (windows of 6) and --doc_stride=3
+# give windows at 0, 3, 6 and 9 (the last of 5 pieces). By the max-context rule pieces 0-4 are
+# read from the first window (piece 4 a tie), 5-7 from the second, 8-10 from the third, 11-13
+# from the last.
+LONG_WORDS = ["Johanson", "visited", "the", "cat", "near", "Johanson"]
+LONG_WORDS += ["and", "two", "dog", "trees", "with", "fish"]
+LONG_TAGS = ["B-PER", "O", "O", "O", "O", "B-PER", "O", "O", "O", "B-LOC", "O", "O"]
+LONG_PIECES = ["johan", "##son", "visited", "the", "cat", "near", "johan", "##son", *LONG_WORDS[6:]]
+LONG_WINDOWS = [(0, 6), (3, 6), (6, 6), (9, 5)]
+
+
+def test_windows_label_every_word_in_training_and_its_max_context_window_else(tokenizer):
+    example = TaggingExample("g", LONG_WORDS, LONG_TAGS, "f", 1)
+    label_map = {label: i for i, label in enumerate(LABELS)}
+    train, evaluate = (
+        tagging_data.convert_example_to_windows(2, example, label_map, 8, 3, tokenizer, is_training)
+        for is_training in (True, False)
+    )
+    assert [f.input_ids for f in train] == [
+        _ids(["[CLS]", *LONG_PIECES[start : start + length], "[SEP]"]) + [0] * (6 - length)
+        for start, length in LONG_WINDOWS
+    ]
+    assert [f.span for f in evaluate] == [DocSpan(*window) for window in LONG_WINDOWS]
+    # The words each window predicts: those whose first piece has its most context there.
+    assert [(f.example_index, f.first_word, f.word_positions) for f in evaluate] == [
+        (2, 0, [1, 3, 4, 5]),
+        (2, 4, [3, 4]),
+        (2, 6, [3, 4, 5]),
+        (2, 9, [3, 4, 5]),
+    ]
+    # Training labels every first piece of a window; evaluation only the predicted ones.
+    assert [f.label_weights for f in train] == [
+        [0, 1, 0, 1, 1, 1, 1, 0],  # johan ##son visited the cat near
+        [0, 1, 1, 1, 1, 0, 1, 0],  # the cat near johan ##son and
+        [0, 1, 0, 1, 1, 1, 1, 0],  # johan ##son and two dog trees
+        [0, 1, 1, 1, 1, 1, 0, 0],  # two dog trees with fish
+    ]
+    assert [f.label_weights for f in evaluate] == [
+        [0, 1, 0, 1, 1, 1, 0, 0],
+        [0, 0, 0, 1, 1, 0, 0, 0],
+        [0, 0, 0, 1, 1, 1, 0, 0],
+        [0, 0, 0, 1, 1, 1, 0, 0],
+    ]
+    assert train[3].label_ids == [0, 4, 4, 0, 4, 4, 0, 0] and evaluate[3].label_ids == [
+        0,
+        0,
+        0,
+        0,
+        4,
+        4,
+        0,
+        0,
+    ]
+    # Without --doc_stride the windows are spans over the pieces too: each piece its own window.
+    features = tagging_data.convert_example(0, example, label_map, 8, tokenizer)
+    assert [f.span for f in features] == [DocSpan(0, 6), DocSpan(6, 6), DocSpan(12, 2)]
 
 
 def test_an_unknown_tag_names_its_file_and_line(tokenizer):
@@ -400,3 +462,86 @@ def test_the_export_tags_raw_sentences_as_the_tool_does(trained):
     assert compared >= 12, compared
     by_ids = loaded.signatures["serving_default"]
     assert sorted(by_ids.structured_outputs) == ["labels", "probabilities"]
+
+
+# -- long sentences as windows (--doc_stride) ---------------------------------------------------
+
+
+def _write_conll(path, sentences):
+    path.write_text("".join("".join(f"{w} {t}\n" for w, t in zip(*s, strict=True)) + "\n" for s in sentences))
+
+
+def test_a_long_sentence_is_tagged_from_each_pieces_max_context_window(tmp_path, tokenizer):
+    """Through run_tagger with --doc_stride: each WordPiece's label from the window where it
+    has the most context, each word's from its first piece, eval_accuracy over the words,
+    against the float64 reference of the checkpoint on the windows cut by hand."""
+    prefix = str(tmp_path / "ckpt" / "model.ckpt-0")
+    weights = ff.write_original_finetuned_checkpoint(prefix, len(LABELS), 0, seed=2, head="cls/tagging/")
+    short = (["the", "dog"], ["O", "B-PER"])
+    data = tmp_path / "long.txt"
+    _write_conll(data, [(LONG_WORDS, LONG_TAGS), short])
+    options = _options(
+        tmp_path,
+        init_checkpoint=prefix,
+        predict_file=str(data),
+        eval_file=str(data),
+        do_eval=True,
+        max_seq_length=8,
+        doc_stride=3,
+        predict_batch_size=3,
+        eval_batch_size=3,
+    )
+    results = tagging_run.run_tagger(options)
+
+    windows = [["[CLS]", *LONG_PIECES[s : s + n], "[SEP]"] for s, n in LONG_WINDOWS]
+    windows.append(["[CLS]", "the", "dog", "[SEP]"])
+    input_ids = np.zeros((len(windows), 8), np.int32)
+    for row, tokens in enumerate(windows):
+        input_ids[row, : len(tokens)] = _ids(tokens)
+    sequence_output = reference.reference_forward(
+        weights,
+        BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG),
+        input_ids,
+        (input_ids != 0) * 1,
+        0 * input_ids,
+    )["sequence_output"]
+    logits = sequence_output @ weights["cls/tagging/output_weights"].T + weights["cls/tagging/output_bias"]
+    predicted = logits.argmax(-1)
+    pieces = []
+    for piece in range(len(LONG_PIECES)):
+        window = ff.max_context_window(LONG_WINDOWS, piece)
+        pieces.append(LABELS[predicted[window, 1 + piece - LONG_WINDOWS[window][0]]])
+    assert results["predict_tokens"] == [pieces, [LABELS[i] for i in predicted[4, 1:3]]]
+    first_pieces = [i for i, piece in enumerate(LONG_PIECES) if not piece.startswith("##")]
+    words = [[pieces[i] for i in first_pieces], results["predict_tokens"][1]]
+    assert results["predict"] == words
+    assert len(set(pieces)) > 1  # the comparison tells windows apart
+    got = dict(line.split(" = ") for line in (tmp_path / "out" / "eval_results.txt").read_text().splitlines())
+    gold = LONG_TAGS + short[1]
+    accuracy = np.mean([g == p for g, p in zip(gold, words[0] + words[1], strict=True)])
+    assert float(got["eval_accuracy"]) == pytest.approx(accuracy, abs=1e-6)
+    written = (tmp_path / "out" / "test_predictions.txt").read_text().split("\n\n")[0].splitlines()
+    assert written == [f"{w} {g} {p}" for w, g, p in zip(LONG_WORDS, LONG_TAGS, words[0], strict=True)]
+
+
+def test_sentences_that_fit_in_one_window_are_tagged_as_today(tmp_path):
+    test_file = os.path.join(DEMO, "test.txt")
+    labels = sorted({tag for e in tagging_data.read_conll(test_file, "test") for tag in e.tags})
+    prefix = str(tmp_path / "ckpt" / "model.ckpt-0")
+    ff.write_original_finetuned_checkpoint(prefix, len(labels), 0, seed=3, head="cls/tagging/")
+    runs = []
+    for doc_stride in (None, 2):
+        output_dir = tmp_path / f"out_{doc_stride}"
+        options = _options(
+            tmp_path,
+            labels=",".join(labels),
+            init_checkpoint=prefix,
+            output_dir=str(output_dir),
+            max_seq_length=32,
+            doc_stride=doc_stride,
+        )
+        results = tagging_run.run_tagger(options)
+        runs.append((results["predict"], (output_dir / "test_predictions.txt").read_text()))
+        assert len(list(tf.data.TFRecordDataset(str(output_dir / "predict.tf_record")))) == 16  # none split
+    assert runs[0] == runs[1]
+    assert len(runs[0][0]) == 16 and len({label for s in runs[0][0] for label in s}) > 1

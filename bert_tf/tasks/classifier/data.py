@@ -8,6 +8,11 @@ features.
   longest-first, segment ids, zero padding, `label_id`, `is_real_example`), written one record per
   example to `train.tf_record`, `eval.tf_record`, `predict.tf_record` with the original's feature
   names (and, only with `--use_tpu`, padded with fake examples to whole batches, as the original).
+- Windows (`--doc_stride`, bert_tf's): a text longer than `max_seq_length` - 2 WordPieces is
+  read as SQuAD reads a document (`bert_tf.text.windows`): windows of that many pieces, each
+  a record with the example's label. Of a pair, `text_a` is kept whole in every window, as
+  SQuAD's question, and `text_b` is cut into windows of `max_seq_length - len(text_a) - 3`
+  pieces. A text that fits gives the one record it gives without windows.
 """
 
 import csv
@@ -18,6 +23,7 @@ import os
 from bert_tf.data.records import write_records
 from bert_tf.files import isfile, open_file, original_line
 from bert_tf.text.packing import pack_inputs
+from bert_tf.text.windows import window_spans
 
 logger = logging.getLogger(__name__)
 
@@ -428,6 +434,66 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     return InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label_id)
 
 
+def convert_example_to_windows(example, label_list, max_seq_length, doc_stride, tokenizer):
+    """The windows of one `InputExample` (module docstring), each packed as
+    `convert_single_example` packs a text that fits.
+
+    Args:
+      example: An `InputExample`.
+      label_list: The task's labels.
+      max_seq_length: The padded length of a window, `[CLS]` and `[SEP]` included.
+      doc_stride: The most WordPieces a window starts after the previous one.
+      tokenizer: A `FullTokenizer`.
+
+    Returns:
+      A list of `InputFeatures`, one per window, each with the example's label id.
+
+    Raises:
+      ValueError: The label is not in `label_list`, or `text_a` of a pair leaves no room for
+        `text_b` (the message names the file and line).
+    """
+    check_label(example, label_list)
+    tokens_a = tokenizer.tokenize(example.text_a)
+    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+    label_id = 0 if example.label is None else label_list.index(example.label)
+    if tokens_b:
+        document, max_tokens = tokens_b, max_seq_length - len(tokens_a) - 3
+        if max_tokens < 1:
+            where = f"{example.input_file}:{example.line_number}" if example.input_file else example.guid
+            raise ValueError(
+                f"{where}: text_a has {len(tokens_a)} WordPieces, which leave no room for text_b's "
+                f"windows in --max_seq_length={max_seq_length} (--doc_stride keeps text_a whole)"
+            )
+    else:
+        document, max_tokens = tokens_a, max_seq_length - 2
+    features = []
+    for span in window_spans(len(document), max_tokens, doc_stride):
+        window = document[span.start : span.start + span.length]
+        packed = pack_inputs(*((tokens_a, window) if tokens_b else (window, None)), max_seq_length, tokenizer)
+        features.append(
+            InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label_id)
+        )
+    return features
+
+
+def convert_examples_to_windows(examples, label_list, max_seq_length, doc_stride, tokenizer):
+    """The windows of every example, in order (`convert_example_to_windows`).
+
+    Returns:
+      (a list of `InputFeatures`, the index of each one's example).
+    """
+    features, example_indexes = [], []
+    for index, example in enumerate(examples):
+        windows = convert_example_to_windows(example, label_list, max_seq_length, doc_stride, tokenizer)
+        features.extend(windows)
+        example_indexes.extend([index] * len(windows))
+    if len(features) > len(examples):
+        logger.info(
+            "%d examples read as %d windows (--doc_stride=%d)", len(examples), len(features), doc_stride
+        )
+    return features, example_indexes
+
+
 def name_to_features(max_seq_length):
     """The records' schema: the original's `file_based_input_fn_builder`'s."""
     import tensorflow as tf
@@ -449,15 +515,32 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
       The number of records written.
     """
 
-    def records():
-        for ex_index, example in enumerate(examples):
-            feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer)
-            yield {
+    return write_features(
+        (
+            convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer)
+            for ex_index, example in enumerate(examples)
+        ),
+        output_file,
+    )
+
+
+def write_features(features, output_file):
+    """Writes one record per `InputFeatures` to `output_file` (atomically), with the original's
+    features `input_ids`, `input_mask`, `segment_ids`, `label_ids`, `is_real_example`.
+
+    Returns:
+      The number of records written.
+    """
+    return write_records(
+        output_file,
+        (
+            {
                 "input_ids": feature.input_ids,
                 "input_mask": feature.input_mask,
                 "segment_ids": feature.segment_ids,
                 "label_ids": [feature.label_id],
                 "is_real_example": [int(feature.is_real_example)],
             }
-
-    return write_records(output_file, records())
+            for feature in features
+        ),
+    )

@@ -5,6 +5,11 @@ Outputs in `--output_dir`: `eval_results.txt`; `test_results.tsv` (the original'
 class probabilities per example, no header) and `test_predictions.tsv` (a header, then per
 example its guid, the predicted label and each label's probability under its name); optionally a
 SavedModel (`--export_dir`) returning `probabilities` and the `label` they pick.
+
+With `--doc_stride` each window of a long text is a record (`convert_examples_to_windows`):
+training counts windows, each with its example's label; evaluation and prediction pool the
+windows' probabilities per example (`--window_pooling`), so the results keep one row per
+example and `eval_accuracy`, `eval_loss` are over the examples' pooled probabilities.
 """
 
 import dataclasses
@@ -17,11 +22,15 @@ from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
     PaddingInputExample,
     check_label,
+    convert_examples_to_windows,
+    convert_single_example,
     file_based_convert_examples_to_features,
     get_processor,
     name_to_features,
+    write_features,
 )
 from bert_tf.tasks.classifier.task import BertClassifier, ClassifierTask
+from bert_tf.text.windows import WINDOW_POOLINGS, WindowOptions, pool_windows
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner
 
@@ -32,7 +41,7 @@ TEST_PREDICTIONS = "test_predictions.tsv"
 
 
 @dataclasses.dataclass
-class ClassifierOptions(FinetuningOptions):
+class ClassifierOptions(FinetuningOptions, WindowOptions):
     """The flags of `tools/run_classifier.py`: the common ones, then the classifier's."""
 
     task_name: str = option(
@@ -45,6 +54,20 @@ class ClassifierOptions(FinetuningOptions):
     labels: str = option(
         None, "tsv/csv: the labels, comma-separated (default: those of train.tsv/csv, sorted)."
     )
+    window_pooling: str = option(
+        "mean",
+        "With --doc_stride: an example's probabilities from its windows' by their mean, or each label's max.",
+        WINDOW_POOLINGS,
+    )
+
+    def validate(self):
+        """`FinetuningOptions.validate`, then `--doc_stride` and `--window_pooling`."""
+        super().validate()
+        self.validate_windows()
+        if self.window_pooling not in WINDOW_POOLINGS:
+            raise ValueError(
+                f"--window_pooling: expected one of {', '.join(WINDOW_POOLINGS)}, got {self.window_pooling!r}"
+            )
 
 
 def _pad_for_tpu(examples, batch_size):
@@ -113,47 +136,95 @@ def run_classifier(options):
             check_label(example, label_list)
         return set_examples
 
+    windowed = options.doc_stride is not None
     examples = {}  # mode -> (examples, record file)
     if options.do_train:
         train_examples = read(processor.get_train_examples)
-        runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
+        if not windowed:  # with windows, the records count
+            runner.num_train_steps(len(train_examples), processor.train_file(options.data_dir))
         examples["train"] = (train_examples, "train.tf_record")
     if options.do_eval:
         eval_examples = read(processor.get_dev_examples, "dev")
-        if options.use_tpu:
+        if options.use_tpu and not windowed:
             eval_examples = _pad_for_tpu(eval_examples, options.eval_batch_size)
         examples["eval"] = (eval_examples, "eval.tf_record")
     if options.do_predict:
         predict_examples = read(processor.get_test_examples, "test")
         num_actual_predict_examples = len(predict_examples)
-        if options.use_tpu:
+        if options.use_tpu and not windowed:
             predict_examples = _pad_for_tpu(predict_examples, options.predict_batch_size)
         examples["predict"] = (predict_examples, "predict.tf_record")
 
     records = {}  # mode -> (file, number of records)
-    for mode, (mode_examples, name) in examples.items():
-        path = os.path.join(out, name)
-        file_based_convert_examples_to_features(
-            mode_examples, label_list, options.max_seq_length, tokenizer, path
+    if windowed:
+        windows = {}  # mode -> (features, the example index of each)
+        for mode, (mode_examples, _) in examples.items():
+            windows[mode] = convert_examples_to_windows(
+                mode_examples, label_list, options.max_seq_length, options.doc_stride, tokenizer
+            )
+        if options.do_train:
+            runner.num_train_steps(len(windows["train"][0]), processor.train_file(options.data_dir))
+        for mode, (features, _) in windows.items():
+            if options.use_tpu and mode != "train":  # fake windows to whole batches, as above
+                batch_size = getattr(options, f"{mode}_batch_size")
+                padding = convert_single_example(
+                    0, PaddingInputExample(), label_list, options.max_seq_length, tokenizer
+                )
+                features = features + [padding] * (-len(features) % batch_size)
+            path = os.path.join(out, examples[mode][1])
+            records[mode] = (path, write_features(features, path))
+    else:
+        for mode, (mode_examples, name) in examples.items():
+            path = os.path.join(out, name)
+            file_based_convert_examples_to_features(
+                mode_examples, label_list, options.max_seq_length, tokenizer, path
+            )
+            records[mode] = (path, len(mode_examples))
+
+    def pooled_probabilities(model, mode):
+        """The probabilities of `mode`'s examples, pooled over their windows."""
+        path, num_records = records[mode]
+        features, example_indexes = windows[mode]
+        outputs = runner.predict_records(model, path, spec, num_records, ["probabilities"])
+        return pool_windows(
+            outputs["probabilities"][: len(features)],
+            example_indexes,
+            len(examples[mode][0]),
+            options.window_pooling,
         )
-        records[mode] = (path, len(mode_examples))
+
+    def example_results(model):
+        """`eval_accuracy` and `eval_loss` over the dev examples' pooled probabilities."""
+        import numpy as np
+
+        probabilities = pooled_probabilities(model, "eval").astype(np.float64)
+        labels = np.array([label_list.index(example.label) for example in examples["eval"][0]])
+        return {
+            "eval_accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels)),
+            "eval_loss": float(np.mean(-np.log(probabilities[np.arange(len(labels)), labels]))),
+        }
 
     results = {"train": None, "eval": None, "predict": None, "export": None}
     num_labels = len(label_list)
     if options.do_train:
-        train_file, num_train_examples = records["train"]
+        train_file, num_train_records = records["train"]
         task = runner.build(ClassifierTask, num_labels)
-        results["train"] = runner.train_records(task, train_file, spec, num_train_examples)
+        results["train"] = runner.train_records(task, train_file, spec, num_train_records)
     if options.do_eval:
         task = runner.build(ClassifierTask, num_labels)
         eval_file, num_records = records["eval"]
-        results["eval"] = runner.evaluate_records(task, eval_file, spec, num_records)
+        results["eval"] = runner.evaluate_records(
+            task, eval_file, spec, num_records, more_results=example_results if windowed else None
+        )
     if options.do_predict:
         model = runner.build(BertClassifier, num_labels)
         runner.restore(model)
-        predict_file, num_records = records["predict"]
-        outputs = runner.predict_records(model, predict_file, spec, num_records, ["probabilities"])
-        probabilities = outputs["probabilities"][:num_actual_predict_examples]
+        if windowed:
+            probabilities = pooled_probabilities(model, "predict")
+        else:
+            predict_file, num_records = records["predict"]
+            outputs = runner.predict_records(model, predict_file, spec, num_records, ["probabilities"])
+            probabilities = outputs["probabilities"][:num_actual_predict_examples]
         if runner.distribution.is_chief:
             write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
             actual_examples = predict_examples[:num_actual_predict_examples]

@@ -1,5 +1,6 @@
 """`run_extract_features`: the original's `extract_features.py` (`tools/extract_features.py`), its
-options and its run: per-token activations of the chosen encoder layers, as JSON lines."""
+options and its run: per-token activations of the chosen encoder layers, as JSON lines (with
+`--doc_stride`, of every WordPiece of a long text, from the window where it has the most context)."""
 
 import contextlib
 import dataclasses
@@ -11,13 +12,14 @@ from bert_tf.options import option
 from bert_tf.progress import Progress
 from bert_tf.tasks.features.data import read_examples, write_jsonl
 from bert_tf.tasks.features.task import extract_features
+from bert_tf.text.windows import WindowOptions
 
 logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
-class FeaturesOptions:
-    """The flags of `tools/extract_features.py`: the original's."""
+class FeaturesOptions(WindowOptions):
+    """The flags of `tools/extract_features.py`: the original's, and `--doc_stride`."""
 
     input_file: str = option(
         None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').", required=True
@@ -63,6 +65,17 @@ def _with_progress(records):
     progress.done()
 
 
+def _single_texts(examples, input_file):
+    """`examples`, refusing a pair (`--doc_stride` reads single texts) with its file and line."""
+    for example in examples:
+        if example.text_b is not None:
+            raise ValueError(
+                f"{input_file}:{example.unique_id + 1}: a pair ('text_a ||| text_b'); --doc_stride "
+                "reads single texts"
+            )
+        yield example
+
+
 def run_extract_features(options):
     """Writes the features of every line of `--input_file` to `--output_file`, as the original.
 
@@ -75,6 +88,7 @@ def run_extract_features(options):
     layer_indexes = options.layer_indexes()
     if options.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, got {options.batch_size}")
+    options.validate_windows()
     files.check_output_path(options.output_file, "--output_file")
     scope = contextlib.nullcontext()
     if options.use_tpu:
@@ -93,13 +107,17 @@ def run_extract_features(options):
         model, report = pretrained.model()
         if report is not None:
             logger.info("%s", report)
+        examples = read_examples(options.input_file)
+        if options.doc_stride is not None:
+            examples = _single_texts(examples, options.input_file)
         records = extract_features(
             model,
             pretrained.tokenizer(),
-            read_examples(options.input_file),
+            examples,
             options.max_seq_length,
             layer_indexes,
             options.batch_size,
+            options.doc_stride,
         )
         count = write_jsonl(_with_progress(records), options.output_file)
     print(f"Wrote features of {count} examples to {options.output_file}")

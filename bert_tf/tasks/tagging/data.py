@@ -9,10 +9,16 @@
   pieces than fit between `[CLS]` and `[SEP]` is split into consecutive windows of whole words
   (each word in one window; a single word longer than a window keeps its first pieces), so every
   word gets a prediction. A word that tokenizes to nothing is one `[UNK]`.
+- Windows (`--doc_stride`): the sentence's pieces (no word cut short) are read as SQuAD reads a
+  document (`bert_tf.text.windows`): overlapping windows of `max_seq_length` - 2 pieces. In
+  training every word whose first piece is in a window is labelled there; in evaluation and
+  prediction only in the window where that piece has the most context, so each word is
+  counted and predicted once.
 - Output: the sentences back in CoNLL format, `token gold predicted` (or `token predicted`
   without gold tags), a blank line after each sentence; conlleval reads them as they are.
 """
 
+import bisect
 import collections
 import dataclasses
 import io
@@ -21,6 +27,7 @@ import re
 
 from bert_tf.data.records import write_records
 from bert_tf.files import atomic_output, isfile, open_file
+from bert_tf.text.windows import DocSpan, max_context_outputs, max_context_spans, window_spans
 
 logger = logging.getLogger(__name__)
 
@@ -127,14 +134,17 @@ class TaggingFeatures:
     Attributes:
       example_index: The sentence's index.
       first_word: The index in the sentence of the window's first word.
-      word_positions: The position of each word's first piece in the window.
+      word_positions: The position of each word's first piece in the window (with
+        `--doc_stride`: of the consecutive words whose first piece has its most context here).
+      span: The window's `DocSpan` over the sentence's pieces.
       input_ids, input_mask, segment_ids, label_ids: int lists of `max_seq_length`.
-      label_weights: float list: 1.0 at the words' first pieces.
+      label_weights: float list: 1.0 at the labelled words' first pieces.
     """
 
     example_index: int
     first_word: int
     word_positions: list
+    span: DocSpan
     input_ids: list
     input_mask: list
     segment_ids: list
@@ -159,19 +169,9 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
       ValueError: A tag is not in `label_map`, or `max_seq_length` is below 3; the message
         names the file and line.
     """
-    budget = max_seq_length - 2
-    if budget < 1:
-        raise ValueError(f"--max_seq_length={max_seq_length} is too short for tagging (at least 3)")
+    budget = _window_budget(max_seq_length)
     pieces = [tokenizer.tokenize(word)[:budget] or ["[UNK]"] for word in example.words]
-    labels = [0] * len(example.words)
-    if example.tags is not None:
-        for i, tag in enumerate(example.tags):
-            if tag not in label_map:
-                raise ValueError(
-                    f"{example.input_file}:{example.line + i}: tag {tag!r} is not one of the labels "
-                    f"{list(label_map)}"
-                )
-            labels[i] = label_map[tag]
+    labels = _label_ids(example, label_map)
     windows, start = [], 0
     while start < len(pieces):
         end, length = start, 0
@@ -181,7 +181,10 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
         windows.append((start, end))
         start = end
     features = []
+    first_piece = 0
     for first, last in windows:
+        span = DocSpan(first_piece, sum(len(word_pieces) for word_pieces in pieces[first:last]))
+        first_piece += span.length
         tokens, positions = ["[CLS]"], []
         for word_pieces in pieces[first:last]:
             positions.append(len(tokens))
@@ -198,6 +201,7 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
                 example_index=example_index,
                 first_word=first,
                 word_positions=positions,
+                span=span,
                 input_ids=tokenizer.convert_tokens_to_ids(tokens) + padding,
                 input_mask=[1] * len(tokens) + padding,
                 segment_ids=[0] * max_seq_length,
@@ -208,8 +212,99 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
     return features
 
 
-def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer):
+def _window_budget(max_seq_length):
+    """The pieces a window holds between `[CLS]` and `[SEP]`."""
+    if max_seq_length < 3:
+        raise ValueError(f"--max_seq_length={max_seq_length} is too short for tagging (at least 3)")
+    return max_seq_length - 2
+
+
+def _label_ids(example, label_map):
+    """The label id of each word of `example` (0 without tags), naming the file and line of a
+    tag not in `label_map`."""
+    labels = [0] * len(example.words)
+    if example.tags is not None:
+        for i, tag in enumerate(example.tags):
+            if tag not in label_map:
+                raise ValueError(
+                    f"{example.input_file}:{example.line + i}: tag {tag!r} is not one of the labels "
+                    f"{list(label_map)}"
+                )
+            labels[i] = label_map[tag]
+    return labels
+
+
+def convert_example_to_windows(
+    example_index, example, label_map, max_seq_length, doc_stride, tokenizer, is_training
+):
+    """Converts one sentence into the overlapping windows of `--doc_stride` (module docstring).
+
+    Args:
+      example_index: The sentence's index.
+      example: A `TaggingExample`.
+      label_map: Tag -> label id.
+      max_seq_length: The padded length of a window, `[CLS]` and `[SEP]` included.
+      doc_stride: The most pieces a window starts after the previous one.
+      tokenizer: A `FullTokenizer`.
+      is_training: Label every word in every window that holds its first piece; else only
+        in that piece's max-context window.
+
+    Returns:
+      A list of `TaggingFeatures`, the windows in order.
+
+    Raises:
+      ValueError: As `convert_example`.
+    """
+    budget = _window_budget(max_seq_length)
+    labels = _label_ids(example, label_map)
+    pieces, first_pieces = [], []
+    for word in example.words:
+        first_pieces.append(len(pieces))
+        pieces.extend(tokenizer.tokenize(word) or ["[UNK]"])
+    spans = window_spans(len(pieces), budget, doc_stride)
+    best = max_context_spans(spans, len(pieces))
+    features = []
+    for index, span in enumerate(spans):
+        end = span.start + span.length
+        words = range(bisect.bisect_left(first_pieces, span.start), bisect.bisect_left(first_pieces, end))
+        # The max-context windows of the pieces follow each other, so a window's words are consecutive.
+        owned = [word for word in words if best[first_pieces[word]] == index]
+        tokens = ["[CLS]", *pieces[span.start : end], "[SEP]"]
+        padding = [0] * (max_seq_length - len(tokens))
+        label_ids = [0] * max_seq_length
+        label_weights = [0.0] * max_seq_length
+        for word in words if is_training else owned:
+            label_ids[1 + first_pieces[word] - span.start] = labels[word]
+            label_weights[1 + first_pieces[word] - span.start] = 1.0
+        features.append(
+            TaggingFeatures(
+                example_index=example_index,
+                first_word=owned[0] if owned else words.start,
+                word_positions=[1 + first_pieces[word] - span.start for word in owned],
+                span=span,
+                input_ids=tokenizer.convert_tokens_to_ids(tokens) + padding,
+                input_mask=[1] * len(tokens) + padding,
+                segment_ids=[0] * max_seq_length,
+                label_ids=label_ids,
+                label_weights=label_weights,
+            )
+        )
+    return features
+
+
+def convert_examples_to_features(
+    examples, label_list, max_seq_length, tokenizer, doc_stride=None, is_training=False
+):
     """The windows of every sentence, in order; logs how many sentences were split.
+
+    Args:
+      examples: The `TaggingExample`s.
+      label_list: The labels.
+      max_seq_length: The padded length of a window.
+      tokenizer: A `FullTokenizer`.
+      doc_stride: None: windows of whole words (`convert_example`); else the overlapping
+        windows of `convert_example_to_windows`.
+      is_training: With `doc_stride`: whether the features are for training.
 
     Returns:
       A list of `TaggingFeatures`.
@@ -217,13 +312,20 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
     label_map = {label: i for i, label in enumerate(label_list)}
     features = []
     for example_index, example in enumerate(examples):
-        features.extend(convert_example(example_index, example, label_map, max_seq_length, tokenizer))
+        if doc_stride is None:
+            features.extend(convert_example(example_index, example, label_map, max_seq_length, tokenizer))
+        else:
+            features.extend(
+                convert_example_to_windows(
+                    example_index, example, label_map, max_seq_length, doc_stride, tokenizer, is_training
+                )
+            )
     windows = collections.Counter(feature.example_index for feature in features)
     split = sum(count > 1 for count in windows.values())
     if split:
-        logger.warning(
+        (logger.warning if doc_stride is None else logger.info)(
             "%d sentences have more word pieces than --max_seq_length=%d holds; they were split "
-            "into windows of whole words (%d windows for %d sentences)",
+            "into windows (%d windows for %d sentences)",
             split,
             max_seq_length,
             len(features),
@@ -283,6 +385,30 @@ def word_predictions(examples, features, predictions, label_list):
     for feature, row in zip(features, predictions, strict=True):
         for i, position in enumerate(feature.word_positions):
             predicted[feature.example_index][feature.first_word + i] = label_list[row[position]]
+    return predicted
+
+
+def token_predictions(examples, features, predictions, label_list):
+    """Maps the windows' predicted piece labels back to each sentence's WordPieces, each from
+    the window where it has the most context (`bert_tf.text.windows.max_context_outputs`).
+
+    Args:
+      examples: The `TaggingExample`s.
+      features: Their `TaggingFeatures`, in order.
+      predictions: int [num_features, max_seq_length] label ids.
+      label_list: The labels.
+
+    Returns:
+      A list per example of the labels of its WordPieces (`[CLS]` and `[SEP]` left out).
+    """
+    rows = collections.defaultdict(list)
+    for row, feature in enumerate(features):
+        rows[feature.example_index].append(row)
+    predicted = []
+    for index in range(len(examples)):
+        spans = [features[row].span for row in rows[index]]
+        label_ids = max_context_outputs(predictions[rows[index]], spans)[1:-1]
+        predicted.append([label_list[label_id] for label_id in label_ids])
     return predicted
 
 

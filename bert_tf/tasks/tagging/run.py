@@ -2,6 +2,10 @@
 over words, `eval_loss` per labelled word, entity-level `eval_precision`, `eval_recall`, `eval_f1`),
 predict (`eval_predictions.txt`, `test_predictions.txt` in CoNLL format) and export (a SavedModel
 returning each token's label), through the runner every job uses.
+
+With `--doc_stride` a sentence longer than a window is read as overlapping windows
+(`bert_tf.tasks.tagging.data.convert_example_to_windows`); each word is evaluated and predicted
+once, from the window where its first piece has the most context.
 """
 
 import dataclasses
@@ -15,12 +19,14 @@ from bert_tf.tasks.tagging.data import (
     convert_examples_to_features,
     name_to_features,
     read_conll,
+    token_predictions,
     word_predictions,
     write_conll,
     write_features,
 )
 from bert_tf.tasks.tagging.metrics import entity_scores
 from bert_tf.tasks.tagging.task import BertTagger, TaggingTask
+from bert_tf.text.windows import WindowOptions
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner
 
@@ -33,7 +39,7 @@ LABELS_FILE = "labels.txt"
 
 
 @dataclasses.dataclass
-class TaggingOptions(FinetuningOptions):
+class TaggingOptions(FinetuningOptions, WindowOptions):
     """The flags of `tools/run_tagger.py`: the common ones, then the tagger's."""
 
     train_file: str = option(None, "CoNLL-style training file (token first, tag last column).")
@@ -42,6 +48,11 @@ class TaggingOptions(FinetuningOptions):
     labels: str = option(
         None, "The tags, comma-separated, in the model's order (default: those of --train_file, sorted)."
     )
+
+    def validate(self):
+        """`FinetuningOptions.validate`, then `--doc_stride`."""
+        super().validate()
+        self.validate_windows()
 
 
 def _label_list(options, train_examples):
@@ -83,8 +94,10 @@ def run_tagger(options):
     `--labels` in order, else the tags of the training file, sorted.
 
     Returns:
-      `{"train": metrics or None, "eval": results or None, "predict": predicted label lists or
-      None, "export": the SavedModel version directory or None}`.
+      `{"train": metrics or None, "eval": results or None, "predict": the predicted labels of
+      each sentence's words or None, "predict_tokens": the predicted labels of each sentence's
+      WordPieces (`token_predictions`) or None, "export": the SavedModel version directory or
+      None}`.
 
     Raises:
       ValueError: Bad flags or input, naming the flag, file or line.
@@ -110,7 +123,14 @@ def run_tagger(options):
     converted = {}  # mode -> (features, record file)
     for mode, examples in (("train", train_examples), ("eval", eval_examples), ("predict", predict_examples)):
         if examples is not None:
-            features = convert_examples_to_features(examples, label_list, options.max_seq_length, tokenizer)
+            features = convert_examples_to_features(
+                examples,
+                label_list,
+                options.max_seq_length,
+                tokenizer,
+                options.doc_stride,
+                is_training=mode == "train",
+            )
             if mode == "train":
                 runner.num_train_steps(len(features), options.train_file)
             converted[mode] = (features, os.path.join(options.output_dir, f"{mode}.tf_record"))
@@ -121,13 +141,14 @@ def run_tagger(options):
         with atomic_output(labels_file) as tmp, open_file(tmp, "w") as writer:
             writer.write("".join(f"{label}\n" for label in label_list))
 
-    results = {"train": None, "eval": None, "predict": None, "export": None}
+    results = {"train": None, "eval": None, "predict": None, "predict_tokens": None, "export": None}
     num_labels = len(label_list)
 
-    def predict(model, examples, mode):
+    def predict(model, mode):
+        """The features of `mode` and their predicted label ids."""
         features, path = converted[mode]
         outputs = runner.predict_records(model, path, spec, len(features), ["predictions"])
-        return word_predictions(examples, features, outputs["predictions"], label_list)
+        return features, outputs["predictions"]
 
     if options.do_train:
         features, path = converted["train"]
@@ -137,7 +158,7 @@ def run_tagger(options):
         features, path = converted["eval"]
 
         def entity_results(model):
-            predicted = predict(model, eval_examples, "eval")
+            predicted = word_predictions(eval_examples, *predict(model, "eval"), label_list)
             if runner.distribution.is_chief:
                 write_conll(eval_examples, predicted, os.path.join(options.output_dir, EVAL_PREDICTIONS))
             scores = entity_scores([example.tags for example in eval_examples], predicted)
@@ -150,7 +171,9 @@ def run_tagger(options):
     if options.do_predict:
         model = runner.build(BertTagger, num_labels)
         runner.restore(model)
-        predicted = predict(model, predict_examples, "predict")
+        features, predictions = predict(model, "predict")
+        predicted = word_predictions(predict_examples, features, predictions, label_list)
+        results["predict_tokens"] = token_predictions(predict_examples, features, predictions, label_list)
         if runner.distribution.is_chief:
             write_conll(predict_examples, predicted, os.path.join(options.output_dir, TEST_PREDICTIONS))
         results["predict"] = predicted
