@@ -15,7 +15,7 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quie
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
-	$(PIP) -e '.[test,beam]'
+	$(PIP) -e '.[test,beam,tflite,onnx]'
 	touch $(STAMP)
 
 # ruff's checks and formatting; `make test` runs it first.
@@ -35,14 +35,14 @@ test-all: install
 	$(PYTEST) tests
 
 $(VENV)/.demo-installed: $(STAMP)
-	$(PIP) -e '.[test,beam,demo]'
+	$(PIP) -e '.[test,beam,tflite,onnx,demo]'
 	touch $@
 
 demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(PIP) -e '.[test,beam,bench]'
+	$(PIP) -e '.[test,beam,tflite,onnx,bench]'
 	touch $@
 
 bench: install $(VENV)/.bench-installed

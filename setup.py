@@ -31,6 +31,11 @@ setup(
         # google-crc32c: Beam's TFRecord sink checksums each record 10x faster than with crcmod.
         # Dataflow also needs apache-beam[gcp]==2.77.0 (docs/pretraining.md, "Pretraining data").
         "beam": ["apache-beam[tfrecord]==2.77.0", "google-crc32c==1.9.0"],
+        # `tools/export_edge.py`: LiteRT's interpreter (the converter is TensorFlow's), and
+        # tf2onnx with onnxruntime (its quantization and float16 tools) for ONNX. Both sit
+        # beside TensorFlow 2.21's and Beam's protobuf 6.33 (BUILD_NOTES, "Edge export").
+        "tflite": ["ai-edge-litert==2.3.0"],
+        "onnx": ["tf2onnx==1.17.0", "onnx==1.23.2", "onnxruntime==1.32.0"],
         "test": [
             "pytest==9.0.3",
             "pytest-xdist==3.8.0",
