@@ -53,6 +53,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/squad_features_bench.py
 	$(PY) benchmarks/hf_convert_bench.py
 	$(PY) benchmarks/extend_vocab_bench.py
+	$(PY) benchmarks/edge_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
