@@ -6,11 +6,13 @@ file size and batch-1 latency at seq 128 in its runtime beside the SavedModel's 
 
 The weights are random (BERT-base's shape and initializer), written as a Google checkpoint;
 the vocabulary is the google_tiny fixture's (Google's bert-base-uncased `vocab.txt`), and the
-int8 files are calibrated on `CALIBRATION` texts. Prints a Markdown table for RESULTS.md.
+int8 files are calibrated on `CALIBRATION` texts. Each file is made in a process of its own.
+Prints a Markdown table for RESULTS.md.
 """
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -34,19 +36,16 @@ CALIBRATION = [
 ] * 4
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--formats", default="tflite,onnx")
-    parser.add_argument("--quantize", default="none,float16,dynamic_int8,int8")
-    args = parser.parse_args()
-
+def export_row(fmt, quantize):
+    """Exports a random BERT-base (seeded) once and returns its table row."""
+    import keras
     import numpy as np
 
     from bert_tf import BertModel, save_google_checkpoint
     from bert_tf.export.edge import RUNTIMES, EdgeOptions, export_edge
 
+    keras.utils.set_random_seed(0)
     config = bert_config(BASE)
-    rows = []
     with tempfile.TemporaryDirectory(prefix="edge_bench_") as tmp:
         config_file = os.path.join(tmp, "bert_config.json")
         with open(config_file, "w", encoding="utf-8") as f:
@@ -60,29 +59,51 @@ def main():
         calibration = os.path.join(tmp, "calibration.txt")
         with open(calibration, "w", encoding="utf-8") as f:
             f.write("\n".join(CALIBRATION) + "\n")
-        for fmt in args.formats.split(","):
-            for quantize in args.quantize.split(","):
-                options = EdgeOptions(
-                    format=fmt,
-                    quantize=quantize,
-                    bert_config_file=config_file,
-                    init_checkpoint=prefix,
-                    vocab_file=VOCAB,
-                    max_seq_length=SEQ,
-                    output=os.path.join(tmp, f"bert_base_{quantize}.{fmt}"),
-                    calibration_texts=calibration if quantize == "int8" else None,
-                    benchmark=True,
-                )
-                result = export_edge(options)
-                edge_s, tf_s = result.latency
-                check = "; ".join(f"{r.output} {r.measure} {r.value:.3g}" for r in result.rows)
-                verdict = "pass" if result.ok else "FAIL"
-                rows.append(
-                    f"| {fmt} ({RUNTIMES[fmt]}) | {quantize} | {result.size / 1e6:.0f} MB "
-                    f"({result.size / result.float32_bytes:.2f}x) | {edge_s * 1e3:.1f} ms | "
-                    f"{tf_s * 1e3:.1f} ms | {tf_s / edge_s:.2f}x | {verdict}: {check} |"
-                )
-                print(rows[-1], flush=True)
+        options = EdgeOptions(
+            format=fmt,
+            quantize=quantize,
+            bert_config_file=config_file,
+            init_checkpoint=prefix,
+            vocab_file=VOCAB,
+            max_seq_length=SEQ,
+            output=os.path.join(tmp, f"bert_base_{quantize}.{fmt}"),
+            calibration_texts=calibration if quantize == "int8" else None,
+            benchmark=True,
+        )
+        result = export_edge(options)
+    edge_s, tf_s = result.latency
+    check = "; ".join(f"{r.output} {r.measure} {r.value:.3g}" for r in result.rows)
+    verdict = "pass" if result.ok else "FAIL"
+    return (
+        f"| {fmt} ({RUNTIMES[fmt]}) | {quantize} | {result.size / 1e6:.0f} MB "
+        f"({result.size / result.float32_bytes:.2f}x) | {edge_s * 1e3:.1f} ms | "
+        f"{tf_s * 1e3:.1f} ms | {tf_s / edge_s:.2f}x | {verdict}: {check} |"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--formats", default="tflite,onnx")
+    parser.add_argument("--quantize", default="none,float16,dynamic_int8,int8")
+    args = parser.parse_args()
+    pairs = [(fmt, q) for fmt in args.formats.split(",") for q in args.quantize.split(",")]
+    if len(pairs) == 1:
+        print(export_row(*pairs[0]), flush=True)
+        return
+    # One process per file: a converter's memory is not all given back (BERT-base's eight
+    # exports in one process grew past 18 GB).
+    rows = []
+    for fmt, quantize in pairs:
+        child = subprocess.run(
+            [sys.executable, __file__, f"--formats={fmt}", f"--quantize={quantize}"],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        lines = [line for line in child.stdout.splitlines() if line.startswith("| ")]
+        failed = f"| {fmt} | {quantize} | failed (exit status {child.returncode}) |"
+        rows.append(lines[-1] if lines else failed)
+        print(rows[-1], flush=True)
     columns = ("format", "quantize", "size (x float32)", "batch-1 latency", "SavedModel on TF", "speed-up")
     print("\n| " + " | ".join(columns) + " | check |")
     print("|---|---|---|---|---|---|---|")
