@@ -4,7 +4,8 @@ original's float64 reference (`bert_tf.checkpoints.reference`), not with the Ker
 tool checks against; the tool's own check rules on arrays made in the test; bad input.
 
 `make test` exports one file per format (google_tiny to LiteRT, the classifier to ONNX, both
-float32); the whole format x quantisation x model matrix is `slow` (`make test-all`).
+float32); the whole format x quantisation x model matrix and the tagger and SQuAD heads are
+`slow` (`make test-all`).
 """
 
 import dataclasses
@@ -285,3 +286,46 @@ def test_every_format_and_quantisation_exports_and_passes_its_check(
         assert result.size <= 0.3 * float32_sizes[fmt, model]
     if quantize == "int8":
         assert result.float_ops, "the float fallback is listed"
+
+
+def _write_head_checkpoint(prefix, scope, num_outputs, seed):
+    """google_tiny's bert/* plus a `<scope>output_weights` [num_outputs, H] and bias, as the
+    fine-tuning tools write them. Returns the head's weights by their short names."""
+    import tensorflow as tf
+
+    source = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    tensors = {n: source.get_tensor(n) for n in source.get_variable_to_shape_map() if n.startswith("bert/")}
+    rng = np.random.default_rng(seed)
+    head = {
+        "output_weights": rng.normal(0, 0.3, (num_outputs, 128)).astype(np.float32),
+        "output_bias": rng.normal(0, 0.3, (num_outputs,)).astype(np.float32),
+    }
+    tensors.update({f"{scope}{name}": value for name, value in head.items()})
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(tensors[n]) for n in names],
+    )
+    return head
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scope, num_outputs", [("cls/tagging/", 5), ("cls/squad/", 2)])
+def test_a_tagger_and_a_squad_model_export_with_their_heads(tmp_path, tiny_weights, scope, num_outputs):
+    head = _write_head_checkpoint(str(tmp_path / "model.ckpt-3"), scope, num_outputs, seed=2)
+    result = edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=str(tmp_path / "model.ckpt-3")))
+    assert result.ok
+    inputs = _inputs(seed=5)
+    sequence = _reference(tiny_weights, inputs)["sequence_output"]
+    logits = sequence @ head["output_weights"].astype(np.float64).T + head["output_bias"]
+    if scope == "cls/tagging/":
+        assert result.edge.head == "tagger with 5 labels"
+        expected = {"probabilities": reference.softmax(logits)}
+    else:
+        assert result.edge.head == "SQuAD span head"
+        expected = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+    got = Runtime("onnx", result.path, expected)(inputs)
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, atol=2e-5, err_msg=name)
