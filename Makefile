@@ -15,7 +15,7 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quie
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
-	$(PIP) -e '.[test,beam,zh]'
+	$(PIP) -e '.[test,beam,zh,tflite,onnx]'
 	touch $(STAMP)
 
 # ruff's checks and formatting; `make test` runs it first.
@@ -35,14 +35,14 @@ test-all: install
 	$(PYTEST) tests
 
 $(VENV)/.demo-installed: $(STAMP)
-	$(PIP) -e '.[test,beam,zh,demo]'
+	$(PIP) -e '.[test,beam,zh,tflite,onnx,demo]'
 	touch $@
 
 demo: install $(VENV)/.demo-installed
 	$(PY) tools/demo.py
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(PIP) -e '.[test,beam,zh,bench]'
+	$(PIP) -e '.[test,beam,zh,tflite,onnx,bench]'
 	touch $@
 
 bench: install $(VENV)/.bench-installed
@@ -54,6 +54,7 @@ bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/squad_features_bench.py
 	$(PY) benchmarks/hf_convert_bench.py
 	$(PY) benchmarks/extend_vocab_bench.py
+	$(PY) benchmarks/edge_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

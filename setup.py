@@ -33,6 +33,11 @@ setup(
         # `--word_segmenter=jieba`: Chinese words for whole-word masking (create_pretraining_data).
         "zh": ["jieba==0.42.1"],
         "beam": ["apache-beam[tfrecord]==2.77.0", "google-crc32c==1.9.0"],
+        # `tools/export_edge.py`: LiteRT's interpreter (the converter is TensorFlow's), and
+        # tf2onnx with onnxruntime (its quantization and float16 tools) for ONNX. Both sit
+        # beside TensorFlow 2.21's and Beam's protobuf 6.33 (BUILD_NOTES, "Edge export").
+        "tflite": ["ai-edge-litert==2.3.0"],
+        "onnx": ["tf2onnx==1.17.0", "onnx==1.23.2", "onnxruntime==1.32.0"],
         "test": [
             "pytest==9.0.3",
             "pytest-xdist==3.8.0",

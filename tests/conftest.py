@@ -16,6 +16,7 @@ SLOWEST_FILES = (
     "test_export.py",
     "test_cli.py",
     "test_classifier.py",
+    "test_edge.py",
     "test_benchmarks.py",
     "test_training_distribution.py",
     "test_pretraining_beam.py",

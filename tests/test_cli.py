@@ -279,6 +279,7 @@ TOOL_OPTIONS = {
     "convert_checkpoint.py": ("bert_tf.checkpoints.converter", "ConvertOptions", ()),
     "create_pretraining_data.py": ("bert_tf.data.options", "CreatePretrainingDataOptions", ()),
     "evaluate_squad.py": ("bert_tf.tasks.squad.evaluation", "EvaluateOptions", ()),
+    "export_edge.py": ("bert_tf.export.edge", "EdgeOptions", ()),
     "export_saved_model.py": ("bert_tf.export.bert", "ExportOptions", ()),
     "extend_vocab.py": ("bert_tf.checkpoints.vocab_extension", "ExtendVocabOptions", ()),
     "extract_features.py": ("bert_tf.tasks.features.run", "FeaturesOptions", ()),

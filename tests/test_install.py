@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EDITABLE = "-e '.[test,beam,zh]'"
+EDITABLE = "-e '.[test,beam,zh,tflite,onnx]'"
 
 
 def test_make_install_prints_no_setuptools_banner(tmp_path):

@@ -124,7 +124,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         query = self._heads(self._project(self.query, from_states, fused or not fold), from_length)
         key = self._heads(self._project(self.key, hidden_states, not fold), length)
         value = self._heads(self._project(self.value, hidden_states, not fold), length)
-        adder = (1.0 - ops.cast(input_mask, "float32")[:, None, None, :]) * MASK_ADDER
+        # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an export to
+        # LiteRT would need TensorFlow's own kernel for it).
+        adder = (1.0 - ops.reshape(ops.cast(input_mask, "float32"), (batch, 1, 1, length))) * MASK_ADDER
         if not fused:
             if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
                 query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale

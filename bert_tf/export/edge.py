@@ -1,0 +1,651 @@
+"""Edge and cross-runtime export: a BERT model, with its fine-tuned head, as one LiteRT
+(`.tflite`) or ONNX file, in float32, float16 or int8, checked in its own runtime.
+
+The file takes the three int32 [batch, seq] inputs `input_ids`, `input_mask` and
+`segment_ids`, batch and length both dynamic (seq at most the model's
+`max_position_embeddings`), and returns the outputs of the SavedModel's id signature under
+its names: `sequence_output` and `pooled_output` for a pretrained model, `probabilities` for a
+classifier or a tagger, `start_logits` and `end_logits` for SQuAD. The tokenizer stays outside
+the file (docs/edge.md names one for each runtime).
+
+The converters are the existing ones (BUILD_NOTES, "Edge export"):
+- LiteRT: TensorFlow's `TFLiteConverter` on a SavedModel of the id function; `float16` stores
+  the weights in float16, `dynamic_int8` the weights in int8 (activations float), `int8`
+  weights and activations in int8 from a calibration on `--calibration_texts`, with the ops in
+  `TFLITE_FLOAT_OPS` left in float (TensorFlow's `QuantizationDebugger` denylist). The file
+  runs in LiteRT's interpreter from `ai-edge-litert`.
+- ONNX: `tf2onnx` on the same function; onnxruntime's quantization tools for `dynamic_int8`
+  (`quantize_dynamic`) and `int8` (`quantize_static`, QDQ, per-channel weights), and its
+  float16 converter for `float16`. The file runs in `onnxruntime`.
+
+The exporters are optional extras (`pip install -e '.[tflite]'`, `'.[onnx]'`).
+"""
+
+import dataclasses
+import importlib
+import logging
+import os
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import files, onednn
+from bert_tf.checkpoints.google import open_checkpoint, resolve_checkpoint_prefix
+from bert_tf.checkpoints.hf import ARCHITECTURES, architecture_of
+from bert_tf.checkpoints.pretrained import is_keras_file, load_weights, open_pretrained
+from bert_tf.export.module import ID_INPUTS
+from bert_tf.modeling import BertPretrainer
+from bert_tf.options import option
+from bert_tf.tasks.features.data import InputExample, convert_example, read_examples
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("tflite", "onnx")
+QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
+# The packages each format needs, and the extra of setup.py that installs them.
+FORMAT_MODULES = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
+RUNTIMES = {"tflite": "LiteRT", "onnx": "onnxruntime"}
+# Largest absolute difference from the Keras model, per output, of the float files.
+FLOAT_TOLERANCES = {"none": 1e-4, "float16": 1e-2}
+# The int8 files: cosine similarity per example, at least.
+MIN_COSINE = 0.99
+# Left in float in LiteRT's int8 files: quantized, LayerNorm's centring and scaling and the
+# attention mask's `(1 - mask) * -10000` cost BERT-tiny's outputs a cosine of 0.98.
+TFLITE_FLOAT_OPS = ("SUB", "MUL")
+# tf2onnx's opset: 17 is what onnxruntime's quantization and float16 tools handle throughout.
+ONNX_OPSET = 17
+DEFAULT_CHECK_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "BERT reads a sentence in both directions at once.",
+    "Is the café on the corner open on Sundays? ||| Yes, from nine until noon.",
+    "Quantized models trade a little accuracy for a smaller, faster file.",
+)
+# How an output is compared in an int8 file (`check_outputs`).
+PER_TOKEN, PER_EXAMPLE, CLASSES = "per_token", "per_example", "classes"
+
+
+@dataclasses.dataclass
+class EdgeOptions:
+    """The flags of `tools/export_edge.py`."""
+
+    format: str = option(None, "The file's format: tflite (LiteRT) or onnx.", choices=FORMATS, required=True)
+    quantize: str = option(
+        "none",
+        "none (float32), float16 (weights), dynamic_int8 (weights), int8 (weights and activations; "
+        "needs --calibration_texts).",
+        choices=QUANTIZATIONS,
+    )
+    bert_config_file: str = option(None, "The checkpoint's bert_config.json (optional for .keras).")
+    init_checkpoint: str = option(
+        None,
+        "Google checkpoint (pretrained, or fine-tuned: its classifier, tagging or SQuAD head is "
+        "exported too) or .keras.",
+        required=True,
+    )
+    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
+    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
+    max_seq_length: int = option(
+        128, "Length of the calibration, check and latency inputs (the file's length is dynamic)."
+    )
+    output: str = option(None, "The file to write (.tflite or .onnx).", required=True)
+    calibration_texts: str = option(
+        None, "int8: a file of texts, one a line (`a ||| b` for a pair), to calibrate activations on."
+    )
+    check_texts: str = option(
+        None, "A file of texts, one a line, to check the file against the Keras model on (default: built-in)."
+    )
+    benchmark: bool = option(
+        False, "Also print the latency at batch 1 beside the SavedModel's on TensorFlow."
+    )
+
+
+@dataclasses.dataclass
+class EdgeModel:
+    """A Keras model to export and its outputs.
+
+    Attributes:
+      model: The Keras model, taking the dict of id tensors.
+      outputs: Output name -> how an int8 file's output is checked (`PER_TOKEN`,
+        `PER_EXAMPLE` or `CLASSES`), in the order of the SavedModel signature's outputs.
+      head: What the model is, for the log ("BertModel", "classifier with 3 labels", ...).
+    """
+
+    model: object
+    outputs: dict
+    head: str
+
+
+def require_format(fmt):
+    """Imports the packages of `fmt`, or raises naming the extra that installs them.
+
+    Raises:
+      ValueError: An unknown format, or a package missing.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"--format={fmt}: not one of {', '.join(FORMATS)}")
+    for module in FORMAT_MODULES[fmt]:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ValueError(
+                f"--format={fmt} needs the `{fmt}` extra: pip install -e '.[{fmt}]' ({e})"
+            ) from None
+
+
+def edge_model(pretrained):
+    """The model of a `Pretrained`'s checkpoint with the head it holds.
+
+    A Google checkpoint with `output_weights` (the original's classifier), `cls/tagging/` or
+    `cls/squad/` gives `BertClassifier`, `BertTagger` or `BertSquad` (the number of labels
+    from the head's shape), any other the `BertModel`; a `.keras` file its `BertModel` (a
+    `BertPretrainer`'s encoder).
+
+    Returns:
+      An `EdgeModel` with the weights loaded.
+    """
+    from bert_tf.tasks.classifier.task import BertClassifier
+    from bert_tf.tasks.squad.task import BertSquad
+    from bert_tf.tasks.tagging.task import BertTagger
+
+    config = pretrained.config
+    architecture, num_labels = "BertModel", None
+    if not is_keras_file(pretrained.init_checkpoint):
+        shapes = open_checkpoint(
+            resolve_checkpoint_prefix(pretrained.init_checkpoint)
+        ).get_variable_to_shape_map()
+        architecture = architecture_of(set(shapes))
+        task_head = ARCHITECTURES[architecture].task_head
+        if task_head is not None:
+            num_labels = shapes[f"{task_head}output_bias"][0]
+    if architecture == "BertForSequenceClassification":
+        model, outputs = BertClassifier(config, num_labels), {"probabilities": CLASSES}
+        head = f"classifier with {num_labels} labels"
+    elif architecture == "BertForTokenClassification":
+        model, outputs = BertTagger(config, num_labels), {"probabilities": PER_TOKEN}
+        head = f"tagger with {num_labels} labels"
+    elif architecture == "BertForQuestionAnswering":
+        model, outputs = BertSquad(config), {"start_logits": PER_TOKEN, "end_logits": PER_TOKEN}
+        head = "SQuAD span head"
+    else:
+        model, _ = pretrained.model()
+        if isinstance(model, BertPretrainer):
+            model = model.bert
+        return EdgeModel(model, {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}, "BertModel")
+    load_weights(model, pretrained.init_checkpoint)
+    return EdgeModel(model, outputs, head)
+
+
+def id_specs():
+    """The three int32 [batch, seq] inputs, batch and seq dynamic, in `ID_INPUTS` order."""
+    return [tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS]
+
+
+def id_function(edge):
+    """`edge.model` as a `tf.function` of the `id_specs` inputs, returning its outputs by name.
+
+    Returns:
+      (the `tf.function`, its concrete function).
+    """
+    names = tuple(edge.outputs)
+
+    def serve(input_ids, input_mask, segment_ids):
+        outputs = edge.model({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
+        return {name: outputs[name] for name in names}
+
+    function = tf.function(serve, input_signature=id_specs(), autograph=False)
+    return function, function.get_concrete_function()
+
+
+def save_id_function(function, variables, directory):
+    """Writes `function` as the `serving_default` signature of a SavedModel in `directory`."""
+    module = tf.Module()
+    module.model_variables = [getattr(v, "value", v) for v in variables]
+    with onednn.portable():
+        tf.saved_model.save(module, directory, signatures={"serving_default": function})
+
+
+def read_texts(path, flag):
+    """The examples of a file of texts (one a line, `a ||| b` for a pair; blank lines skipped).
+
+    Raises:
+      ValueError: The file is missing or holds no text; the message names `flag`.
+    """
+    try:
+        examples = [e for e in read_examples(path) if e.text_a or e.text_b]
+    except ValueError as e:
+        raise ValueError(f"{flag}: {e}") from None
+    if not examples:
+        raise ValueError(f"{flag}: {path} holds no text (one text a line)")
+    return examples
+
+
+def default_check_examples():
+    """`DEFAULT_CHECK_TEXTS` as examples."""
+    examples = []
+    for i, text in enumerate(DEFAULT_CHECK_TEXTS):
+        text_a, _, text_b = (part.strip() for part in text.partition("|||"))
+        examples.append(InputExample(i, text_a, text_b or None))
+    return examples
+
+
+def encode(examples, tokenizer, max_seq_length):
+    """The examples packed as the original's features: int32 [n, max_seq_length] arrays by name."""
+    features = [convert_example(example, tokenizer, max_seq_length) for example in examples]
+    return {name: np.array([f[name] for f in features], np.int32) for name in ID_INPUTS}
+
+
+def _rows(inputs):
+    """Each row of a batch of id arrays as a batch of one."""
+    count = len(inputs["input_ids"])
+    return [{name: array[i : i + 1] for name, array in inputs.items()} for i in range(count)]
+
+
+def convert_tflite(saved_model_dir, quantize, calibration):
+    """Converts the SavedModel's `serving_default` to a LiteRT flatbuffer.
+
+    Args:
+      saved_model_dir: A SavedModel written by `save_id_function`.
+      quantize: One of `QUANTIZATIONS`.
+      calibration: For `int8`, the id arrays (by name) to calibrate on, a row at a time.
+
+    Returns:
+      The file's bytes.
+    """
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
+    if quantize == "none":
+        return converter.convert()
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantize == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    if quantize != "int8":
+        return converter.convert()
+
+    def representative_dataset():
+        yield from _rows(calibration)
+
+    converter.representative_dataset = representative_dataset
+    converter.target_spec.supported_ops = [
+        tf.lite.OpsSet.TFLITE_BUILTINS_INT8,
+        tf.lite.OpsSet.TFLITE_BUILTINS,
+    ]
+    # The debugger calibrates in TensorFlow's own (deprecated) interpreter, which warns so.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+        debugger = tf.lite.experimental.QuantizationDebugger(
+            converter=converter,
+            debug_dataset=representative_dataset,
+            debug_options=tf.lite.experimental.QuantizationDebugOptions(
+                denylisted_ops=list(TFLITE_FLOAT_OPS)
+            ),
+        )
+        return debugger.get_nondebug_quantized_model()
+
+
+def convert_onnx(function, quantize, calibration, work_dir):
+    """Converts an id function to ONNX.
+
+    Args:
+      function: The `tf.function` of `id_function`.
+      quantize: One of `QUANTIZATIONS`.
+      calibration: For `int8`, the id arrays (by name) to calibrate on, a row at a time.
+      work_dir: A directory for the intermediate files.
+
+    Returns:
+      The file's bytes.
+    """
+    import onnx
+    import tf2onnx
+
+    # Its INFO lines (versions, the optimizer's op counts) say nothing a user acts on.
+    logging.getLogger("tf2onnx").setLevel(logging.WARNING)
+
+    proto, _ = tf2onnx.convert.from_function(function, input_signature=id_specs(), opset=ONNX_OPSET)
+    if quantize == "none":
+        return proto.SerializeToString()
+    if quantize == "float16":
+        from onnxruntime.transformers import float16
+
+        # tf2onnx computes the end of the position table's slice with a float `Max` on the
+        # sequence length. Kept float32 (onnxruntime's default block list) beside its float16
+        # constant, the end comes out 0 in onnxruntime 1.32, and the embeddings' sum fails to
+        # broadcast; in float16 it is exact (lengths up to 2048).
+        blocked = [op for op in float16.DEFAULT_OP_BLOCK_LIST if op != "Max"]
+        return float16.convert_float_to_float16(
+            proto, keep_io_types=True, op_block_list=blocked
+        ).SerializeToString()
+    from onnxruntime import quantization
+
+    source = os.path.join(work_dir, "float32.onnx")
+    target = os.path.join(work_dir, f"{quantize}.onnx")
+    onnx.save(proto, source)
+    if quantize == "dynamic_int8":
+        quantization.quantize_dynamic(source, target, weight_type=quantization.QuantType.QInt8)
+    else:
+        prepared = os.path.join(work_dir, "prepared.onnx")
+        # Symbolic shape inference needs sympy, which onnxruntime does not install.
+        quantization.shape_inference.quant_pre_process(source, prepared, skip_symbolic_shape=True)
+
+        class Reader(quantization.CalibrationDataReader):
+            def __init__(self):
+                self.rows = iter(_rows(calibration))
+
+            def get_next(self):
+                return next(self.rows, None)
+
+        quantization.quantize_static(
+            prepared,
+            target,
+            Reader(),
+            quant_format=quantization.QuantFormat.QDQ,
+            activation_type=quantization.QuantType.QInt8,
+            weight_type=quantization.QuantType.QInt8,
+            per_channel=True,
+        )
+    with open(target, "rb") as f:
+        return f.read()
+
+
+class Runtime:
+    """A written file in its own runtime: LiteRT's interpreter or an onnxruntime session.
+
+    Args:
+      fmt: One of `FORMATS`.
+      path: The local file.
+      output_names: The outputs to return, by name.
+    """
+
+    def __init__(self, fmt, path, output_names):
+        self.output_names = tuple(output_names)
+        self._path = path
+        if fmt == "tflite":
+            from ai_edge_litert.interpreter import Interpreter
+
+            self._interpreter = Interpreter(model_path=path, num_threads=os.cpu_count())
+            self._runner = self._interpreter.get_signature_runner()
+        else:
+            import onnxruntime
+
+            self._session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+            self._runner = None
+
+    def __call__(self, inputs):
+        """The outputs (name -> float32 array) on int32 id arrays of any batch and length."""
+        if self._runner is not None:
+            outputs = self._runner(**inputs)
+        else:
+            outputs = dict(
+                zip(self.output_names, self._session.run(list(self.output_names), inputs), strict=True)
+            )
+        return {name: np.asarray(outputs[name], np.float32) for name in self.output_names}
+
+    def float_ops(self):
+        """The op types (name -> count) of the file that compute in float: in an int8 file, the
+        float fallback."""
+        counts = {}
+        if self._runner is not None:
+            dtypes = {t["index"]: t["dtype"] for t in self._interpreter.get_tensor_details()}
+            for op in self._interpreter._get_ops_details():
+                name = op["op_name"]
+                if name not in ("QUANTIZE", "DEQUANTIZE", "DELEGATE") and any(
+                    dtypes.get(i) == np.float32 for i in op["inputs"]
+                ):
+                    counts[name] = counts.get(name, 0) + 1
+            return counts
+        import onnx
+
+        graph = onnx.load(self._path).graph
+        dequantized = {
+            out for node in graph.node if node.op_type == "DequantizeLinear" for out in node.output
+        }
+        for node in graph.node:
+            if node.op_type in _ONNX_FLOAT_MATH and dequantized.isdisjoint(node.input):
+                counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        return counts
+
+
+# The ONNX ops of BERT's graph that do float arithmetic (the others move ints or shapes).
+_ONNX_FLOAT_MATH = frozenset(
+    (
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "MatMul",
+        "Softmax",
+        "Tanh",
+        "Erf",
+        "Pow",
+        "Sqrt",
+        "Reciprocal",
+        "ReduceMean",
+    )
+)
+
+
+@dataclasses.dataclass
+class CheckRow:
+    """One output's comparison with the Keras model.
+
+    Attributes:
+      output: The output's name.
+      max_abs_diff: The largest absolute difference.
+      measure: What `value` is: "max abs diff", "min cosine" or "arg-max agreement".
+      value: The measure's value.
+      limit: The bound `value` must meet (at most for a difference, at least otherwise).
+      ok: Whether it does.
+    """
+
+    output: str
+    max_abs_diff: float
+    measure: str
+    value: float
+    limit: float
+    ok: bool
+
+    def line(self):
+        """The row as one line of the tool's report."""
+        verdict = "ok" if self.ok else "PAST TOLERANCE"
+        if self.measure == "max abs diff":
+            return f"  {self.output}: max abs diff {self.value:.2e} (<= {self.limit:g}) {verdict}"
+        return (
+            f"  {self.output}: max abs diff {self.max_abs_diff:.2e}, {self.measure} {self.value:.6f} "
+            f"(>= {self.limit:g}) {verdict}"
+        )
+
+
+def _cosines(expected, actual):
+    """The cosine similarity of each row of two [n, d] arrays (1 where both rows are zero)."""
+    dot = np.sum(expected * actual, axis=1)
+    norms = np.linalg.norm(expected, axis=1) * np.linalg.norm(actual, axis=1)
+    return np.where(norms > 0, dot / np.maximum(norms, 1e-30), np.where(dot == 0, 1.0, 0.0))
+
+
+def check_outputs(expected, actual, input_mask, kinds, quantize):
+    """Compares a file's outputs with the Keras model's.
+
+    A float file (`none`, `float16`) is held to `FLOAT_TOLERANCES` in the largest absolute
+    difference. An int8 one (`dynamic_int8`, `int8`) to a cosine similarity of at least
+    `MIN_COSINE` per example: each row of a `PER_EXAMPLE` output, and each example's real
+    tokens (`input_mask` 1) of a `PER_TOKEN` output taken together; a `CLASSES` output must
+    pick the same class (arg-max) for every example.
+
+    Args:
+      expected, actual: Output name -> float array, [batch, ...].
+      input_mask: The int [batch, seq] mask of the inputs.
+      kinds: Output name -> `PER_TOKEN`, `PER_EXAMPLE` or `CLASSES`.
+      quantize: One of `QUANTIZATIONS`.
+
+    Returns:
+      A `CheckRow` per output, in the order of `kinds`.
+    """
+    rows = []
+    for name, kind in kinds.items():
+        want, got = np.asarray(expected[name], np.float64), np.asarray(actual[name], np.float64)
+        diff = float(np.max(np.abs(want - got))) if want.size else 0.0
+        if quantize in FLOAT_TOLERANCES:
+            limit = FLOAT_TOLERANCES[quantize]
+            rows.append(CheckRow(name, diff, "max abs diff", diff, limit, diff <= limit))
+        elif kind == CLASSES:
+            agreement = float(np.mean(np.argmax(want, -1) == np.argmax(got, -1)))
+            rows.append(CheckRow(name, diff, "arg-max agreement", agreement, 1.0, agreement == 1.0))
+        else:
+            if kind == PER_TOKEN:
+                mask = np.asarray(input_mask) > 0
+                mask = mask.reshape(mask.shape + (1,) * (want.ndim - 2))
+                want, got = want * mask, got * mask
+            cosine = float(np.min(_cosines(want.reshape(len(want), -1), got.reshape(len(got), -1))))
+            rows.append(CheckRow(name, diff, "min cosine", cosine, MIN_COSINE, cosine >= MIN_COSINE))
+    return rows
+
+
+def latency(call, inputs, repeats=20):
+    """The median seconds of `call(inputs)` over `repeats` calls, after two to warm up."""
+    for _ in range(2):
+        call(inputs)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call(inputs)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+@dataclasses.dataclass
+class EdgeExport:
+    """What `export_edge` did.
+
+    Attributes:
+      path: The file written, or None where the check failed (nothing is written then).
+      size: The file's bytes.
+      float32_bytes: The model's weights in float32 (what a float32 file holds, nearly).
+      rows: The `CheckRow`s.
+      float_ops: The op types (name -> count) computing in float.
+      latency: None, or (the file's runtime, the SavedModel on TensorFlow) seconds per call
+        at batch 1 and `max_seq_length`.
+      edge: The `EdgeModel`.
+    """
+
+    path: str
+    size: int
+    float32_bytes: int
+    rows: list
+    float_ops: dict
+    latency: tuple
+    edge: EdgeModel
+
+    @property
+    def ok(self):
+        return all(row.ok for row in self.rows)
+
+
+def export_edge(options):
+    """Exports, checks and (if the check passes) writes the file `EdgeOptions` describe.
+
+    Every input is checked before the work: the extra's packages, the model files and the
+    sequence length (`open_pretrained`), the output path, the calibration and check texts.
+
+    Returns:
+      An `EdgeExport`.
+
+    Raises:
+      ValueError: Bad input; nothing is written then.
+    """
+    if options.quantize not in QUANTIZATIONS:
+        raise ValueError(f"--quantize={options.quantize}: not one of {', '.join(QUANTIZATIONS)}")
+    require_format(options.format)
+    if not options.init_checkpoint:
+        raise ValueError("--init_checkpoint is required")
+    if not options.output:
+        raise ValueError("--output is required")
+    if options.max_seq_length < 2:
+        raise ValueError(f"--max_seq_length={options.max_seq_length}: at least 2 ([CLS] and [SEP])")
+    if options.quantize == "int8" and not options.calibration_texts:
+        raise ValueError("--quantize=int8 needs --calibration_texts (a file of texts, one a line)")
+    pretrained = open_pretrained(
+        options.bert_config_file,
+        options.vocab_file,
+        options.do_lower_case,
+        options.init_checkpoint,
+        options.max_seq_length,
+    )
+    files.check_output_path(options.output, "--output")
+    tokenizer = pretrained.tokenizer()
+    check_examples = (
+        read_texts(options.check_texts, "--check_texts") if options.check_texts else default_check_examples()
+    )
+    calibration = None
+    if options.quantize == "int8":
+        calibration = encode(
+            read_texts(options.calibration_texts, "--calibration_texts"), tokenizer, options.max_seq_length
+        )
+    check_inputs = encode(check_examples, tokenizer, options.max_seq_length)
+    edge = edge_model(pretrained)
+    function, concrete = id_function(edge)
+    float32_bytes = sum(int(np.prod(w.shape)) * 4 for w in edge.model.weights)
+    with tempfile.TemporaryDirectory(prefix="bert_tf_edge_") as work_dir:
+        saved_model_dir = os.path.join(work_dir, "saved_model")
+        save_id_function(concrete, edge.model.weights, saved_model_dir)
+        if options.format == "tflite":
+            data = convert_tflite(saved_model_dir, options.quantize, calibration)
+        else:
+            data = convert_onnx(function, options.quantize, calibration, work_dir)
+        local = os.path.join(work_dir, f"model.{options.format}")
+        with open(local, "wb") as f:
+            f.write(data)
+        runtime = Runtime(options.format, local, edge.outputs)
+        expected = {name: value.numpy() for name, value in concrete(**check_inputs).items()}
+        rows = check_outputs(
+            expected, runtime(check_inputs), check_inputs["input_mask"], edge.outputs, options.quantize
+        )
+        float_ops = runtime.float_ops() if options.quantize == "int8" else {}
+        timing = None
+        if options.benchmark:
+            one = {name: array[:1] for name, array in check_inputs.items()}
+            served = tf.saved_model.load(saved_model_dir).signatures["serving_default"]
+            one_tensors = {name: tf.constant(array) for name, array in one.items()}
+            timing = (latency(runtime, one), latency(lambda x: served(**x), one_tensors))
+        result = EdgeExport(None, len(data), float32_bytes, rows, float_ops, timing, edge)
+        if result.ok:
+            with (
+                files.atomic_output(options.output, f".{options.format}") as tmp,
+                files.open_file(tmp, "wb") as f,
+            ):
+                f.write(data)
+            result.path = options.output
+    return result
+
+
+def run_export_edge(options):
+    """`export_edge` of `EdgeOptions` (`tools/export_edge.py`); prints the check, the size
+    and, with `--benchmark`, the latencies.
+
+    Returns:
+      The exit status: 1 when an output is past its tolerance (nothing written), else 0.
+    """
+    result = export_edge(options)
+    runtime = RUNTIMES[options.format]
+    print(
+        f"{result.edge.head} as {options.format} ({options.quantize}): {result.size / 1e6:.2f} MB, "
+        f"{result.size / result.float32_bytes:.2f}x its float32 weights "
+        f"({result.float32_bytes / 1e6:.2f} MB); inputs int32 [batch, seq], batch and seq dynamic"
+    )
+    if result.float_ops:
+        ops = ", ".join(f"{name} x{count}" for name, count in sorted(result.float_ops.items()))
+        print(f"ops left in float (the int8 file's float fallback): {ops}")
+    print(f"check in {runtime} against the Keras model at seq {options.max_seq_length}:")
+    for row in result.rows:
+        print(row.line())
+    if result.latency is not None:
+        edge_seconds, tf_seconds = result.latency
+        print(
+            f"latency at batch 1, seq {options.max_seq_length}: {runtime} {edge_seconds * 1e3:.2f} ms, "
+            f"SavedModel on TensorFlow {tf_seconds * 1e3:.2f} ms ({tf_seconds / edge_seconds:.2f}x)"
+        )
+    if not result.ok:
+        print(f"not written: an output is past its tolerance ({options.output})")
+        return 1
+    print(f"Wrote {result.path}")
+    return 0

@@ -1,0 +1,331 @@
+"""Edge export (`bert_tf.export.edge`, `tools/export_edge.py`): LiteRT and ONNX files of
+google_tiny and of a fine-tuned classifier, run in their own runtimes and compared with the
+original's float64 reference (`bert_tf.checkpoints.reference`), not with the Keras model the
+tool checks against; the tool's own check rules on arrays made in the test; bad input.
+
+`make test` exports one file per format (google_tiny to LiteRT, the classifier to ONNX, both
+float32); the whole format x quantisation x model matrix and the tagger and SQuAD heads are
+`slow` (`make test-all`).
+"""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf import BertConfig
+from bert_tf.checkpoints import reference
+from bert_tf.export import edge
+from bert_tf.export.edge import CLASSES, PER_EXAMPLE, PER_TOKEN, EdgeOptions, Runtime, check_outputs
+from tests import finetuning_fixtures as ff
+from tests import model_fixtures as mf
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NUM_LABELS = 3
+CALIBRATION = (
+    "The museum opens at ten and closes at six.",
+    "A small model on a phone answers in milliseconds.",
+    "Rain is expected over the weekend in the north.",
+    "He read the letter twice before he answered it. ||| The answer was short.",
+    "Prices rose for the third month in a row.",
+    "The children played football in the park after school.",
+)
+
+
+def _options(tmp_path, fmt, quantize, checkpoint=mf.GOOGLE_TINY_CKPT, **changes):
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("\n".join(CALIBRATION) + "\n", encoding="utf-8")
+    options = EdgeOptions(
+        format=fmt,
+        quantize=quantize,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=checkpoint,
+        vocab_file=os.path.join(mf.GOOGLE_TINY, "vocab.txt"),
+        max_seq_length=32,
+        output=str(tmp_path / f"model.{fmt}"),
+        calibration_texts=str(calibration) if quantize == "int8" else None,
+    )
+    return dataclasses.replace(options, **changes)
+
+
+@pytest.fixture(scope="module")
+def classifier_checkpoint(tmp_path_factory):
+    """A checkpoint as the original's run_classifier writes it: (prefix, its weights)."""
+    prefix = str(tmp_path_factory.mktemp("classifier") / "model.ckpt-7")
+    return prefix, ff.write_original_finetuned_checkpoint(prefix, NUM_LABELS, 7, seed=11)
+
+
+@pytest.fixture(scope="module")
+def tiny_weights():
+    return reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
+
+
+def _inputs(seed, batch=3, length=19):
+    """Random ids (a ragged mask, both segments), of a batch and length other than the check's."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, 30000, (batch, length)).astype(np.int32)
+    lengths = rng.integers(4, length + 1, batch)
+    lengths[0] = length
+    mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int32)
+    segments = ((np.arange(length)[None, :] >= lengths[:, None] // 2) & (mask > 0)).astype(np.int32)
+    return {"input_ids": ids * mask, "input_mask": mask, "segment_ids": segments}
+
+
+def _reference(weights, inputs, head_weights=None):
+    """The float64 outputs of the original on `inputs`: the encoder's, or a classifier's."""
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    outputs = reference.reference_forward(
+        weights, config, inputs["input_ids"], inputs["input_mask"], inputs["segment_ids"]
+    )
+    if head_weights is None:
+        return {name: outputs[name] for name in ("sequence_output", "pooled_output")}
+    logits = outputs["pooled_output"] @ head_weights["output_weights"].astype(np.float64).T
+    return {"probabilities": reference.softmax(logits + head_weights["output_bias"])}
+
+
+def _cosines(a, b):
+    return np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def _assert_close_to_reference(fmt, path, quantize, expected_outputs, inputs):
+    """The file's outputs in its runtime against the float64 reference, by `quantize`'s rule."""
+    got = Runtime(fmt, path, expected_outputs)(inputs)
+    mask = inputs["input_mask"] > 0
+    for name, want in expected_outputs.items():
+        assert got[name].shape == want.shape, name
+        if quantize == "none":
+            np.testing.assert_allclose(got[name], want, atol=2e-5, err_msg=name)
+        elif quantize == "float16":
+            np.testing.assert_allclose(got[name], want, atol=1e-2, err_msg=name)
+        elif name == "probabilities":
+            np.testing.assert_array_equal(got[name].argmax(-1), want.argmax(-1))
+        else:
+            a, b = want, got[name].astype(np.float64)
+            if name == "sequence_output":  # the real tokens of each example together
+                a, b = a * mask[..., None], b * mask[..., None]
+            assert _cosines(a.reshape(len(a), -1), b.reshape(len(b), -1)).min() >= 0.99, name
+
+
+@pytest.fixture(scope="module")
+def tiny_tflite(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("tiny_tflite")
+    return tmp_path, edge.export_edge(_options(tmp_path, "tflite", "none"))
+
+
+@pytest.fixture(scope="module")
+def classifier_onnx(tmp_path_factory, classifier_checkpoint):
+    tmp_path = tmp_path_factory.mktemp("classifier_onnx")
+    return tmp_path, edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=classifier_checkpoint[0]))
+
+
+def test_google_tiny_as_litert_matches_the_original_at_another_batch_and_length(tiny_tflite, tiny_weights):
+    tmp_path, result = tiny_tflite
+    assert result.ok and result.path == str(tmp_path / "model.tflite")
+    assert [row.output for row in result.rows] == ["sequence_output", "pooled_output"]
+    assert all(row.max_abs_diff <= 1e-4 for row in result.rows)
+    assert os.path.getsize(result.path) == result.size
+    inputs = _inputs(seed=1)
+    _assert_close_to_reference("tflite", result.path, "none", _reference(tiny_weights, inputs), inputs)
+    # The batch and the length are dynamic: one row of 7 tokens after 3 of 19.
+    one = {name: array[1:2, :7] for name, array in _inputs(seed=2).items()}
+    _assert_close_to_reference("tflite", result.path, "none", _reference(tiny_weights, one), one)
+    assert sorted(os.listdir(tmp_path)) == ["calibration.txt", "model.tflite"]  # no temporaries left
+
+
+def test_a_finetuned_classifier_as_onnx_returns_the_originals_probabilities(
+    classifier_onnx, classifier_checkpoint, tiny_weights
+):
+    tmp_path, result = classifier_onnx
+    prefix, weights = classifier_checkpoint
+    assert result.ok and result.edge.head == f"classifier with {NUM_LABELS} labels"
+    assert [row.output for row in result.rows] == ["probabilities"]
+    inputs = _inputs(seed=3)
+    expected = _reference(weights, inputs, head_weights=weights)
+    assert expected["probabilities"].shape == (3, NUM_LABELS)
+    _assert_close_to_reference("onnx", result.path, "none", expected, inputs)
+
+
+def test_a_file_past_its_tolerance_is_not_written_and_the_tool_exits_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(edge.FLOAT_TOLERANCES, "none", 1e-12)  # float32 in LiteRT is ~1e-6 off
+    options = _options(tmp_path, "tflite", "none")
+    assert edge.run_export_edge(options) == 1
+    out = capsys.readouterr().out
+    assert "PAST TOLERANCE" in out and "not written" in out
+    assert not os.path.exists(options.output)
+    assert sorted(os.listdir(tmp_path)) == ["calibration.txt"]
+
+
+def test_float_files_are_held_to_the_largest_difference():
+    expected = {"pooled_output": np.zeros((2, 4)), "sequence_output": np.zeros((2, 3, 4))}
+    actual = {"pooled_output": np.full((2, 4), 5e-3), "sequence_output": np.full((2, 3, 4), 2e-2)}
+    kinds = {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}
+    mask = np.ones((2, 3))
+    rows = {row.output: row for row in check_outputs(expected, actual, mask, kinds, "float16")}
+    assert rows["pooled_output"].ok and not rows["sequence_output"].ok
+    assert rows["sequence_output"].value == pytest.approx(2e-2)
+    assert not any(row.ok for row in check_outputs(expected, actual, mask, kinds, "none"))
+
+
+def test_int8_files_are_held_to_the_cosine_of_each_examples_real_tokens():
+    rng = np.random.default_rng(0)
+    want = rng.normal(size=(2, 5, 8))
+    got = want + rng.normal(scale=0.05, size=want.shape)
+    got[1, 3:] = -want[1, 3:] * 100  # the padding of example 1: anything
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    (row,) = check_outputs({"s": want}, {"s": got}, mask, {"s": PER_TOKEN}, "int8")
+    real = [want[1, :3].ravel(), got[1, :3].ravel()]
+    first = [want[0].ravel(), got[0].ravel()]
+    expected = min(
+        np.dot(*pair) / np.linalg.norm(pair[0]) / np.linalg.norm(pair[1]) for pair in (real, first)
+    )
+    assert row.ok and row.value == pytest.approx(expected)
+    # Off on a real token, the example fails.
+    got[1, 2] = -want[1, 2] * 100
+    (row,) = check_outputs({"s": want}, {"s": got}, mask, {"s": PER_TOKEN}, "dynamic_int8")
+    assert not row.ok and row.value < 0.99
+
+
+def test_a_classifier_must_pick_the_same_class_for_every_example():
+    want = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]])
+    close = np.array([[0.25, 0.45, 0.3], [0.5, 0.4, 0.1]])
+    flipped = np.array([[0.2, 0.38, 0.42], [0.6, 0.3, 0.1]])  # cosine 0.97, but another class
+    mask = np.ones((2, 4))
+    (row,) = check_outputs({"p": want}, {"p": close}, mask, {"p": CLASSES}, "int8")
+    assert row.ok and row.value == 1.0
+    (row,) = check_outputs({"p": want}, {"p": flipped}, mask, {"p": CLASSES}, "int8")
+    assert not row.ok and row.value == 0.5
+
+
+@pytest.mark.parametrize(
+    "quantize, changes, message",
+    [
+        ("none", {"max_seq_length": 513}, "max_position_embeddings (512)"),
+        ("none", {"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "/nonexistent/bert_model.ckpt"),
+        ("int8", {"calibration_texts": None}, "--quantize=int8 needs --calibration_texts"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_written(tmp_path, quantize, changes, message):
+    options = _options(tmp_path, "tflite", quantize, **changes)
+    with pytest.raises(ValueError) as raised:
+        edge.export_edge(options)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert not os.path.exists(options.output)
+
+
+def test_a_calibration_file_without_text_is_refused(tmp_path):
+    options = _options(tmp_path, "onnx", "int8")
+    with open(options.calibration_texts, "w", encoding="utf-8") as f:
+        f.write("\n  \n\n")
+    with pytest.raises(ValueError, match="--calibration_texts: .* holds no text"):
+        edge.export_edge(options)
+    assert not os.path.exists(options.output)
+
+
+def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ai_edge_litert", None)  # import raises ImportError
+    with pytest.raises(
+        ValueError, match=r"--format=tflite needs the `tflite` extra: pip install -e '\.\[tflite\]'"
+    ):
+        edge.require_format("tflite")
+
+
+def test_the_tool_reports_bad_input_as_one_line_and_writes_nothing(tmp_path):
+    output = tmp_path / "model.onnx"
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "tools", "export_edge.py"),
+            "--format=onnx",
+            f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+            f"--init_checkpoint={mf.GOOGLE_TINY_CKPT}",
+            f"--vocab_file={os.path.join(mf.GOOGLE_TINY, 'vocab.txt')}",
+            "--max_seq_length=600",
+            f"--output={output}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: ") and "max_seq_length 600" in lines[-1]
+    assert not output.exists() and not list(tmp_path.iterdir())
+
+
+# The whole matrix (`make test-all`): every format and quantisation, google_tiny and the
+# classifier, each against the float64 reference; the int8 files at most 0.3x the float32 one.
+MATRIX = [(fmt, quantize) for fmt in edge.FORMATS for quantize in edge.QUANTIZATIONS]
+
+
+@pytest.fixture(scope="module")
+def float32_sizes():
+    """(format, model) -> the float32 file's bytes, filled in by the matrix's `none` exports,
+    which run first."""
+    return {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["google_tiny", "classifier"])
+@pytest.mark.parametrize("fmt, quantize", MATRIX)
+def test_every_format_and_quantisation_exports_and_passes_its_check(
+    tmp_path, fmt, quantize, model, classifier_checkpoint, tiny_weights, float32_sizes
+):
+    prefix, head_weights = classifier_checkpoint
+    checkpoint = prefix if model == "classifier" else mf.GOOGLE_TINY_CKPT
+    result = edge.export_edge(_options(tmp_path, fmt, quantize, checkpoint=checkpoint))
+    assert result.ok, [row.line() for row in result.rows]
+    inputs = _inputs(seed=4)
+    expected = _reference(tiny_weights, inputs, head_weights if model == "classifier" else None)
+    _assert_close_to_reference(fmt, result.path, quantize, expected, inputs)
+    if quantize == "none":
+        float32_sizes[fmt, model] = result.size
+    elif quantize in ("int8", "dynamic_int8"):
+        assert result.size <= 0.3 * float32_sizes[fmt, model]
+    if quantize == "int8":
+        assert result.float_ops, "the float fallback is listed"
+
+
+def _write_head_checkpoint(prefix, scope, num_outputs, seed):
+    """google_tiny's bert/* plus a `<scope>output_weights` [num_outputs, H] and bias, as the
+    fine-tuning tools write them. Returns the head's weights by their short names."""
+    import tensorflow as tf
+
+    source = tf.train.load_checkpoint(mf.GOOGLE_TINY_CKPT)
+    tensors = {n: source.get_tensor(n) for n in source.get_variable_to_shape_map() if n.startswith("bert/")}
+    rng = np.random.default_rng(seed)
+    head = {
+        "output_weights": rng.normal(0, 0.3, (num_outputs, 128)).astype(np.float32),
+        "output_bias": rng.normal(0, 0.3, (num_outputs,)).astype(np.float32),
+    }
+    tensors.update({f"{scope}{name}": value for name, value in head.items()})
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(tensors[n]) for n in names],
+    )
+    return head
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scope, num_outputs", [("cls/tagging/", 5), ("cls/squad/", 2)])
+def test_a_tagger_and_a_squad_model_export_with_their_heads(tmp_path, tiny_weights, scope, num_outputs):
+    head = _write_head_checkpoint(str(tmp_path / "model.ckpt-3"), scope, num_outputs, seed=2)
+    result = edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=str(tmp_path / "model.ckpt-3")))
+    assert result.ok
+    inputs = _inputs(seed=5)
+    sequence = _reference(tiny_weights, inputs)["sequence_output"]
+    logits = sequence @ head["output_weights"].astype(np.float64).T + head["output_bias"]
+    if scope == "cls/tagging/":
+        assert result.edge.head == "tagger with 5 labels"
+        expected = {"probabilities": reference.softmax(logits)}
+    else:
+        assert result.edge.head == "SQuAD span head"
+        expected = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+    got = Runtime("onnx", result.path, expected)(inputs)
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, atol=2e-5, err_msg=name)
