@@ -22,7 +22,8 @@ process, the two alternated, `--rounds` times; the median of the rounds is repor
 
 Texts: short ones are runs of 5-20 consecutive words of tools/demo_data/sample_text.txt, long ones
 500-2,000 words of its sentences drawn at random (fixed seeds). Each case is timed per call, the
-median of the calls after two untimed ones (at least `MIN_CALLS` calls and `MIN_SECONDS` seconds).
+median of the calls after two untimed ones (at least `MIN_CALLS` calls and `MIN_SECONDS` seconds);
+long texts, whose calls take seconds, after one untimed call, the median of `LONG_CALLS`.
 
 `--offsets` also times, in a fresh process, `GraphTokenizer.tokenize` against
 `tokenize_with_offsets` (the path of the `--text_tokens` exports and of `text_windowed`) on the
@@ -44,7 +45,7 @@ from common import REPO, run_in_fresh_process  # noqa: E402
 DATA = os.path.join(REPO, "tools", "demo_data")
 BASE = {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072}
 SHORT_BATCHES = (1, 32)
-MIN_CALLS, MIN_SECONDS = 3, 3.0
+MIN_CALLS, MIN_SECONDS, LONG_CALLS = 3, 3.0, 2
 
 
 def make_texts(num_long, seed=0):
@@ -70,12 +71,13 @@ def make_texts(num_long, seed=0):
     return texts
 
 
-def per_call(function):
-    """Median seconds of a call of `function`, after two untimed calls."""
-    function()
-    function()
+def per_call(function, warmup=2, calls=MIN_CALLS):
+    """Median seconds of a call of `function`, after `warmup` untimed calls: at least `calls`
+    calls and `MIN_SECONDS` seconds."""
+    for _ in range(warmup):
+        function()
     times, start = [], time.perf_counter()
-    while len(times) < MIN_CALLS or time.perf_counter() - start < MIN_SECONDS:
+    while len(times) < calls or time.perf_counter() - start < MIN_SECONDS:
         begin = time.perf_counter()
         function()
         times.append(time.perf_counter() - begin)
@@ -157,7 +159,9 @@ def bert_tf_worker(work_dir, export_dir):
             seconds[f"{case}/fixed"] = per_call(lambda default=default, ids=ids: default(**ids))
         else:
             windowed = loaded.signatures["text_windowed"]
-            seconds[f"{case}/bert_tf"] = per_call(lambda windowed=windowed, s=strings: windowed(text=s))
+            seconds[f"{case}/bert_tf"] = per_call(
+                lambda windowed=windowed, s=strings: windowed(text=s), warmup=1, calls=LONG_CALLS
+            )
     return {"seconds": seconds}
 
 
@@ -191,7 +195,10 @@ def hf_worker(work_dir, max_seq_length, doc_stride):
             with torch.inference_mode():
                 return model(**inputs).last_hidden_state
 
-        seconds[f"{case}/transformers"] = per_call(call)
+        long = not case.startswith("short")
+        seconds[f"{case}/transformers"] = per_call(
+            call, warmup=1 if long else 2, calls=LONG_CALLS if long else MIN_CALLS
+        )
         windows[case] = int(call().shape[0])
     return {"seconds": seconds, "windows": windows}
 

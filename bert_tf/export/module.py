@@ -428,6 +428,8 @@ class ExportModule(tf.Module):
         return outputs
 
     def _serve_text_windowed(self, text):
+        """`text_windowed`: each text cut into windows, the request's windows run as one batch,
+        the outputs put back together per text (`ExportModule`'s `doc_stride`)."""
         tokenizer, windowed = self.tokenizer, self._windowed
         max_tokens = self._max_seq_length - 2
         if windowed.token_outputs:
