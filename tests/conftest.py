@@ -15,6 +15,7 @@ SLOWEST_FILES = (
     "test_run_pretraining.py",
     "test_export.py",
     "test_cli.py",
+    "test_text_windowed.py",
     "test_classifier.py",
     "test_edge.py",
     "test_benchmarks.py",

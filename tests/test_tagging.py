@@ -474,7 +474,8 @@ def _write_conll(path, sentences):
 def test_a_long_sentence_is_tagged_from_each_pieces_max_context_window(tmp_path, tokenizer):
     """Through run_tagger with --doc_stride: each WordPiece's label from the window where it
     has the most context, each word's from its first piece, eval_accuracy over the words,
-    against the float64 reference of the checkpoint on the windows cut by hand."""
+    against the float64 reference of the checkpoint on the windows cut by hand; and the same
+    labels from the export's `text_windowed` signature."""
     prefix = str(tmp_path / "ckpt" / "model.ckpt-0")
     weights = ff.write_original_finetuned_checkpoint(prefix, len(LABELS), 0, seed=2, head="cls/tagging/")
     short = (["the", "dog"], ["O", "B-PER"])
@@ -490,6 +491,7 @@ def test_a_long_sentence_is_tagged_from_each_pieces_max_context_window(tmp_path,
         doc_stride=3,
         predict_batch_size=3,
         eval_batch_size=3,
+        export_dir=str(tmp_path / "export"),
     )
     results = tagging_run.run_tagger(options)
 
@@ -522,6 +524,13 @@ def test_a_long_sentence_is_tagged_from_each_pieces_max_context_window(tmp_path,
     assert float(got["eval_accuracy"]) == pytest.approx(accuracy, abs=1e-6)
     written = (tmp_path / "out" / "test_predictions.txt").read_text().split("\n\n")[0].splitlines()
     assert written == [f"{w} {g} {p}" for w, g, p in zip(LONG_WORDS, LONG_TAGS, words[0], strict=True)]
+    # The exported signature windows the text in the graph: the same label for every piece.
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    served = tf.saved_model.load(results["export"]).signatures["text_windowed"]
+    got = served(text=tf.constant([" ".join(LONG_WORDS)]))
+    assert [t.decode() for t in got["tokens"][0].numpy()] == ["[CLS]", *LONG_PIECES, "[SEP]"]
+    assert [t.decode() for t in got["labels"][0].numpy()][1:-1] == pieces
 
 
 def test_sentences_that_fit_in_one_window_are_tagged_as_today(tmp_path):

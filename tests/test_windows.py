@@ -1,10 +1,12 @@
 """Windows over long documents (bert_tf/text/windows.py), against the original run_squad.py's
 rule worked by hand: the spans, each piece's window, outputs read back per token, pooling, and
-`--doc_stride`'s checks."""
+`--doc_stride`'s checks; their graph form (bert_tf/text/graph_windows.py) against them."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from bert_tf.text import graph_windows
 from bert_tf.text.windows import (
     DocSpan,
     WindowOptions,
@@ -69,3 +71,18 @@ def test_doc_stride_must_be_at_least_1():
     WindowOptions(doc_stride=1).validate_windows()
     with pytest.raises(ValueError, match=r"^--doc_stride must be at least 1, got 0$"):
         WindowOptions(doc_stride=0).validate_windows()
+
+
+def test_the_graph_windows_are_doc_spans_and_max_context_spans():
+    """`graph_windows` on a batch of every document length up to three windows and more, for
+    strides below, at and above the window (where `doc_spans` steps by the window), against the
+    Python rule; windows of 510 with a short last window test the 0.01 * length term's ties."""
+    for max_tokens, stride in [(4, 3), (4, 9), (5, 2), (14, 5), (3, 1), (1, 1), (7, 7), (510, 128)]:
+        lengths = list(range(3 * max_tokens + 2)) if max_tokens < 100 else [0, 509, 511, 700, 1000, 1300]
+        starts, window_lengths = graph_windows.doc_spans(tf.constant(lengths), max_tokens, stride)
+        best = graph_windows.max_context_spans(tf.constant(lengths), max_tokens, stride)
+        for i, n in enumerate(lengths):
+            spans = doc_spans(n, max_tokens, stride) or [DocSpan(0, 0)]  # an empty document: one window
+            got = list(zip(starts[i].numpy().tolist(), window_lengths[i].numpy().tolist(), strict=True))
+            assert got == [tuple(span) for span in spans], (max_tokens, stride, n)
+            assert best[i].numpy().tolist() == max_context_spans(spans, n), (max_tokens, stride, n)

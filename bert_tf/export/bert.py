@@ -65,15 +65,16 @@ def export_bert(
     version=None,
     overwrite=False,
     text_tokens=False,
+    doc_stride=None,
 ):
-    """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example` and,
-    with heads, `pretraining`.
+    """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example`, with
+    heads `pretraining`, and with `doc_stride` `text_windowed`.
 
     Args:
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
         config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
-        overwrite, text_tokens: As `export_saved_model`.
+        overwrite, text_tokens, doc_stride: As `export_saved_model`.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
 
@@ -110,6 +111,7 @@ def export_bert(
         overwrite=overwrite,
         config=encoder.config,
         text_tokens=text_tokens,
+        doc_stride=doc_stride,
     )
     return path, report
 
@@ -138,6 +140,12 @@ class ExportOptions:
         "`text` and `text_pair` also return tokens, start_offsets, end_offsets (UTF-8 bytes into "
         "the request's text, -1 for [CLS], [SEP], padding) and segment_ids.",
     )
+    doc_stride: int = option(
+        None,
+        "Add the `text_windowed` signature: texts longer than max_seq_length cut into windows of "
+        "max_seq_length - 2 WordPieces starting this many apart, each token's sequence_output from "
+        "the window where it has the most context (`text` cuts them).",
+    )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")
 
@@ -161,6 +169,7 @@ def run_export(options):
         version=options.version,
         overwrite=options.overwrite,
         text_tokens=options.text_tokens,
+        doc_stride=options.doc_stride,
     )
     if report is not None:
         print(report)

@@ -8,6 +8,10 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
   of `FullTokenizer`), padded to the longest packed row of the request rounded up to a multiple
   of 8 (`REQUEST_PADDING`), at most `max_seq_length`: a short request costs what its texts need,
   and a token's outputs do not depend on the padding after it (the mask hides it);
+- `text_windowed` (with `doc_stride`): strings, each cut into windows of `max_seq_length - 2`
+  WordPieces as `bert_tf.text.windows` cuts long documents, the windows of the whole request
+  run as one batch; it returns per text what the tools return per document (see
+  `ExportModule`);
 - `tf_example`: serialized `tf.Example`s with the three int64 features of the original's
   TFRecords, each `max_seq_length` long;
 - extra signatures (e.g. `pretraining`): the three tensors plus the inputs a model needs
@@ -28,7 +32,9 @@ import tensorflow as tf
 
 from bert_tf import onednn
 from bert_tf.export.versioning import versioned_directory
+from bert_tf.text import graph_windows
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
+from bert_tf.text.windows import WINDOW_POOLINGS
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +42,13 @@ ID_INPUTS = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving_default"
 TEXT_SIGNATURE = "text"
 TEXT_PAIR_SIGNATURE = "text_pair"
+TEXT_WINDOWED_SIGNATURE = "text_windowed"
 EXAMPLE_SIGNATURE = "tf_example"
 TOKENS_OUTPUT = "tokens"
 # The outputs `text_tokens` adds to the text signatures, `TOKENS_OUTPUT` first.
 TEXT_TOKEN_OUTPUTS = (TOKENS_OUTPUT, "start_offsets", "end_offsets", "segment_ids")
+# The outputs `text_windowed` adds where it returns outputs per token.
+WINDOWED_TOKEN_OUTPUTS = TEXT_TOKEN_OUTPUTS[:3]
 # The text signatures pad to a multiple of this (tensor cores and oneDNN like such shapes, and
 # the model is traced for fewer lengths).
 REQUEST_PADDING = 8
@@ -83,6 +92,26 @@ class ServedModel:
             inputs[name] = tf.zeros([1 if n is None else n for n in spec.shape], spec.dtype)
         self(inputs)
 
+    def token_outputs(self):
+        """The outputs given per token: those whose axis 1 follows the input's length, found by
+        calling the model eagerly on a row of 2 tokens and on one of 3.
+
+        Returns:
+          A tuple of output names, in the order of `output_names`.
+        """
+        shapes = [
+            {
+                name: tuple(x.shape)
+                for name, x in self({n: tf.zeros([1, length], tf.int32) for n in ID_INPUTS}).items()
+            }
+            for length in (2, 3)
+        ]
+        return tuple(
+            name
+            for name in self.output_names
+            if len(shapes[0][name]) > 1 and (shapes[0][name][1], shapes[1][name][1]) == (2, 3)
+        )
+
     def __call__(self, inputs):
         """The model's outputs on `inputs`, as a dict keyed by `output_names`."""
         outputs = self.model(inputs)
@@ -121,7 +150,11 @@ class NamedLabels:
         return self.model.variables
 
     def __call__(self, inputs):
-        outputs = dict(self.model(inputs))
+        return self.with_labels(dict(self.model(inputs)))
+
+    def with_labels(self, outputs):
+        """`outputs` (a dict holding `scores`) plus `output`, the names of the best classes."""
+        outputs = dict(outputs)
         outputs[self.output] = tf.gather(self.labels, tf.argmax(outputs[self.scores], axis=-1))
         return outputs
 
@@ -156,7 +189,8 @@ class ExportModule(tf.Module):
 
     Besides the signatures, the loaded object has `vocab_file` (a `tf.saved_model.Asset`: its
     `asset_path` is the copy inside the export directory), `do_lower_case` and
-    `max_seq_length` (variables), so a client can rebuild the tokenization.
+    `max_seq_length` (variables), so a client can rebuild the tokenization, and with
+    `doc_stride` a `doc_stride` variable.
 
     Args:
       served: The `ServedModel` behind `serving_default`, `text`, `text_pair` and `tf_example`.
@@ -183,10 +217,29 @@ class ExportModule(tf.Module):
         as the original's classifier. Else it cuts `text_a` to this many tokens and `text_b`
         to the rest, as the original's SQuAD packs a question (`max_query_length`) and the
         first window of its paragraph.
+      doc_stride: None, or adds the `text_windowed` signature, which takes strings as `text`
+        does and cuts each text into windows of `max_seq_length - 2` WordPieces, starting
+        `doc_stride` pieces apart (`bert_tf.text.windows`; a text that fits gets one window,
+        packed as `text` packs it). The windows of all the request's texts run through the
+        model as one batch, padded as `text` pads; what it returns is per text:
+        the outputs given per token (`ServedModel.token_outputs`: the encoder's
+        `sequence_output`, a tagger's `probabilities` and `labels`), each token's from the
+        window where it has the most context, `[CLS]`'s from the first window and the last
+        `[SEP]`'s from the last, [batch, tokens, ...] with `tokens` the request's most WordPieces
+        plus 2, rounded up to a multiple of `REQUEST_PADDING` (at most `max_seq_length` when
+        every text fits), filled with 0 ("" for strings) past each text's `[SEP]`; with them
+        `tokens`, `start_offsets`, `end_offsets` as `text_tokens` gives them. A `NamedLabels`
+        model's `scores` given per example (a classifier's `probabilities`) are pooled over
+        the windows (`window_pooling`) and its `output` named from them. Other outputs per
+        example (the encoder's `pooled_output`, which summarises one window) are left out.
+      window_pooling: "mean" or "max" over the windows of a text, for the pooled `scores`.
 
     Raises:
       ValueError: `max_seq_length` below 3, a missing vocabulary, a signature name used twice,
-        or a served output named as one of `TEXT_TOKEN_OUTPUTS` with `text_tokens`.
+        or a served output named as one of `TEXT_TOKEN_OUTPUTS` with `text_tokens` (or with
+        `doc_stride` and outputs per token); `doc_stride` below 1, without the text signatures,
+        with `max_text_a_tokens`, or for a model that would return nothing in `text_windowed`;
+        a `window_pooling` not in `WINDOW_POOLINGS`.
     """
 
     def __init__(
@@ -200,6 +253,8 @@ class ExportModule(tf.Module):
         config=None,
         text_tokens=False,
         max_text_a_tokens=None,
+        doc_stride=None,
+        window_pooling="mean",
     ):
         super().__init__(name="bert_tf_export")
         if max_seq_length < 3:
@@ -209,7 +264,13 @@ class ExportModule(tf.Module):
         if not tf.io.gfile.exists(vocab_file):
             raise ValueError(f"{vocab_file}: no such vocab file")
         extra_signatures = dict(extra_signatures or {})
-        reserved = {DEFAULT_SIGNATURE, EXAMPLE_SIGNATURE, TEXT_SIGNATURE, TEXT_PAIR_SIGNATURE}
+        reserved = {
+            DEFAULT_SIGNATURE,
+            EXAMPLE_SIGNATURE,
+            TEXT_SIGNATURE,
+            TEXT_PAIR_SIGNATURE,
+            TEXT_WINDOWED_SIGNATURE,
+        }
         if reserved & set(extra_signatures):
             raise ValueError(f"extra signature names may not be {sorted(reserved & set(extra_signatures))}")
         clash = [name for name in TEXT_TOKEN_OUTPUTS if name in served.output_names]
@@ -240,6 +301,21 @@ class ExportModule(tf.Module):
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
         self.max_seq_length = tf.Variable(max_seq_length, trainable=False, name="max_seq_length")
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case) if text_signatures else None
+        self._doc_stride = doc_stride
+        if doc_stride is not None:
+            if doc_stride < 1:
+                raise ValueError(f"doc_stride must be positive, got {doc_stride}")
+            if not text_signatures:
+                raise ValueError("doc_stride adds text_windowed, a text signature: it needs text_signatures")
+            if max_text_a_tokens is not None:
+                raise ValueError(
+                    "doc_stride windows single texts; a model packing pairs by max_text_a_tokens "
+                    "(SQuAD) windows its own way"
+                )
+            if window_pooling not in WINDOW_POOLINGS:
+                raise ValueError(f"window_pooling must be one of {WINDOW_POOLINGS}, got {window_pooling!r}")
+            self._windowed = _WindowedModel(served, window_pooling)
+            self.doc_stride = tf.Variable(doc_stride, trainable=False, name="doc_stride")
 
     def signatures(self):
         """The concrete functions to save, by signature name."""
@@ -253,6 +329,10 @@ class ExportModule(tf.Module):
                 self._serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
+            )
+        if self._doc_stride is not None:
+            signatures[TEXT_WINDOWED_SIGNATURE] = _concrete(
+                self._serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
             )
         signatures[EXAMPLE_SIGNATURE] = _concrete(
             self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
@@ -346,11 +426,141 @@ class ExportModule(tf.Module):
                 outputs[name] = packed[name]
         return outputs
 
+    def _serve_text_windowed(self, text):
+        """`text_windowed`: each text cut into windows, the request's windows run as one batch,
+        the outputs put back together per text (`ExportModule`'s `doc_stride`)."""
+        tokenizer, windowed = self.tokenizer, self._windowed
+        max_tokens = self._max_seq_length - 2
+        if windowed.token_outputs:
+            ids, starts, ends = tokenizer.tokenize_with_offsets(text)
+        else:
+            ids = tokenizer.tokenize(text)
+        num_tokens = ids.row_lengths()
+        window_starts, window_lengths = graph_windows.doc_spans(num_tokens, max_tokens, self._doc_stride)
+        # Ragged [windows, (pieces)]: where each window's pieces are in `ids.flat_values`.
+        first_piece = tf.gather(ids.row_starts(), window_starts.value_rowids()) + window_starts.flat_values
+        pieces = tf.ragged.range(first_piece, first_piece + window_lengths.flat_values)
+        window_ids = tf.gather(ids.flat_values, pieces)
+        no_ids = tf.RaggedTensor.from_row_lengths(
+            tf.zeros([0], window_ids.dtype), tf.zeros_like(window_lengths.flat_values)
+        )
+        packed = pack_ids(
+            window_ids,
+            no_ids,
+            self._max_seq_length,
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            pad_to_multiple=REQUEST_PADDING,
+        )
+        window_outputs = windowed.model({name: packed[name] for name in ID_INPUTS})
+        outputs = {}
+        for name in windowed.pooled_outputs:
+            per_text = tf.RaggedTensor.from_row_splits(window_outputs[name], window_starts.row_splits)
+            pool = tf.reduce_mean if windowed.pooling == "mean" else tf.reduce_max
+            outputs[name] = pool(per_text, axis=1)
+        if windowed.pooled_outputs and windowed.labels is not None:
+            outputs = windowed.labels.with_labels(outputs)
+        if windowed.token_outputs:
+            # Each output per token read at (window, position) pairs, ragged [batch, (tokens + 2)]:
+            # [CLS] in the text's first window, each piece in its window of most context, the
+            # last [SEP] after the pieces of the text's last window.
+            window = graph_windows.max_context_spans(num_tokens, max_tokens, self._doc_stride)
+            window = tf.gather(window_starts.row_starts(), window.value_rowids()) + window.flat_values
+            position = (
+                tf.ragged.range(num_tokens).flat_values - tf.gather(window_starts.flat_values, window) + 1
+            )
+            last = window_starts.row_limits() - 1
+            at = tf.concat(
+                [
+                    _one_per_row(tf.stack([window_starts.row_starts(), tf.zeros_like(last)], axis=1)),
+                    ids.with_flat_values(tf.stack([window, position], axis=1)),
+                    _one_per_row(tf.stack([last, tf.gather(window_lengths.flat_values, last) + 1], axis=1)),
+                ],
+                axis=1,
+            )
+            longest = tf.reduce_max(tf.concat([num_tokens + 2, [1]], axis=0))
+            rounded = -(-longest // REQUEST_PADDING) * REQUEST_PADDING
+            length = tf.where(
+                longest > self._max_seq_length, rounded, tf.minimum(rounded, self._max_seq_length)
+            )
+
+            def per_text(rows, fill):
+                """Ragged [batch, (tokens + 2), ...] -> padded to [batch, length, ...] with `fill`."""
+                dense = rows.to_tensor(fill)
+                padding = [[0, 0], [0, length - tf.shape(dense, out_type=tf.int64)[1]]]
+                padding += [[0, 0]] * (dense.shape.rank - 2)
+                return tf.pad(dense, padding, constant_values=fill)
+
+            picked = {
+                name: tf.gather_nd(window_outputs[name], at.flat_values) for name in windowed.token_outputs
+            }
+            if not windowed.pooled_outputs and windowed.labels is not None:
+                picked = windowed.labels.with_labels(picked)
+            for name, values in picked.items():
+                outputs[name] = per_text(at.with_flat_values(values), tf.zeros([], values.dtype))
+            batch = tf.shape(num_tokens)[:1]
+            tokens = tf.concat(
+                [
+                    _one_per_row(tf.fill(batch, "[CLS]")),
+                    tokenizer.id_tokens(ids),
+                    _one_per_row(tf.fill(batch, "[SEP]")),
+                ],
+                axis=1,
+            )
+            outputs[TOKENS_OUTPUT] = per_text(tokens, "")
+            for name, offsets in zip(WINDOWED_TOKEN_OUTPUTS[1:], (starts, ends), strict=True):
+                none = _one_per_row(tf.fill(batch, tf.constant(-1, tf.int64)))
+                outputs[name] = per_text(tf.concat([none, offsets, none], axis=1), tf.constant(-1, tf.int64))
+        return outputs
+
     def _serve_examples(self, examples):
         features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
         parsed = tf.io.parse_example(examples, features)
         parsed = after_checks(parsed, self._id_checks(parsed))  # before the cast, which would wrap
         return self._served({name: tf.cast(parsed[name], tf.int32) for name in ID_INPUTS})
+
+
+def _one_per_row(values):
+    """[batch, ...] -> ragged [batch, (1), ...], to concatenate with ragged rows."""
+    return tf.RaggedTensor.from_tensor(tf.expand_dims(values, 1))
+
+
+class _WindowedModel:
+    """What `text_windowed` runs on the windows and what it makes of the outputs (see
+    `ExportModule`'s `doc_stride`).
+
+    Attributes:
+      model: A `ServedModel`, the served model without its `NamedLabels`, if any.
+      token_outputs: Its outputs given per token, read from each token's max-context window.
+      pooled_outputs: Its outputs pooled over the windows: the `NamedLabels` scores, when
+        given per example.
+      labels: The served `NamedLabels`, or None; it names its best classes from the pooled or
+        per-token scores.
+      pooling: "mean" or "max".
+
+    Raises:
+      ValueError: The model has neither outputs per token nor `NamedLabels` scores per example.
+    """
+
+    def __init__(self, served, pooling):
+        labels = served.model if isinstance(served.model, NamedLabels) else None
+        if labels is not None:
+            names = tuple(name for name in served.output_names if name != labels.output)
+            served = ServedModel(labels.model, names)
+        self.model = served
+        self.token_outputs = served.token_outputs()
+        per_example = labels is not None and labels.scores not in self.token_outputs
+        self.pooled_outputs = (labels.scores,) if per_example else ()
+        self.labels = labels
+        self.pooling = pooling
+        if not self.token_outputs and not self.pooled_outputs:
+            raise ValueError(
+                f"text_windowed would return nothing: the outputs {served.output_names} are per "
+                "example and not NamedLabels scores"
+            )
+        clash = [name for name in WINDOWED_TOKEN_OUTPUTS if name in served.output_names]
+        if self.token_outputs and clash:
+            raise ValueError(f"with doc_stride text_windowed returns {clash[0]!r} itself")
 
 
 def export_saved_model(
@@ -367,6 +577,8 @@ def export_saved_model(
     config=None,
     text_tokens=False,
     max_text_a_tokens=None,
+    doc_stride=None,
+    window_pooling="mean",
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -385,6 +597,8 @@ def export_saved_model(
       config: The model's `BertConfig`: the signatures then check the ids (see `ExportModule`).
       text_tokens: Whether the text signatures also return the `tokens` (see `ExportModule`).
       max_text_a_tokens: How `text_pair` truncates (see `ExportModule`).
+      doc_stride, window_pooling: The `text_windowed` signature, windowing long texts (see
+        `ExportModule`); None leaves it out.
 
     Returns:
       The version directory written.
@@ -411,8 +625,25 @@ def export_saved_model(
             config,
             text_tokens,
             max_text_a_tokens,
+            doc_stride,
+            window_pooling,
         )
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():
             tf.saved_model.save(module, tmp, signatures=module.signatures())
+    if text_signatures:
+        if doc_stride is None:
+            logger.info(
+                "The text signatures cut a text past max_seq_length=%d WordPieces ([CLS] and [SEP] "
+                "included); export with doc_stride for text_windowed, which windows it",
+                max_seq_length,
+            )
+        else:
+            logger.info(
+                "The text signatures cut a text past max_seq_length=%d WordPieces; text_windowed "
+                "windows it (%d pieces a window, doc_stride=%d)",
+                max_seq_length,
+                max_seq_length - 2,
+                doc_stride,
+            )
     return final

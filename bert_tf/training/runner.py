@@ -403,7 +403,16 @@ class Runner:
         logger.info("***** Running prediction *****  records %d, batches %d", num_records, num_batches)
         return self.predict(model, dataset, num_records, output_names)
 
-    def export(self, factory, output_names, labels=None, text_tokens=False, max_text_a_tokens=None):
+    def export(
+        self,
+        factory,
+        output_names,
+        labels=None,
+        text_tokens=False,
+        max_text_a_tokens=None,
+        doc_stride=None,
+        window_pooling="mean",
+    ):
         """Exports the trained model as a SavedModel version under `--export_dir`
         (`bert_tf.export.export_saved_model`), on the chief only.
 
@@ -418,6 +427,8 @@ class Runner:
           text_tokens: Whether `text` and `text_pair` also return the packed `tokens`, their
             byte offsets and `segment_ids` (`bert_tf.export.ExportModule`).
           max_text_a_tokens: How `text_pair` truncates (`bert_tf.export.ExportModule`).
+          doc_stride, window_pooling: None, or the `text_windowed` signature's windows and how
+            it pools the scores of `labels` (`bert_tf.export.ExportModule`).
 
         Returns:
           The version directory written, or None on a worker that is not the chief.
@@ -443,6 +454,8 @@ class Runner:
             config=self.config,
             text_tokens=text_tokens,
             max_text_a_tokens=max_text_a_tokens,
+            doc_stride=doc_stride,
+            window_pooling=window_pooling,
         )
         logger.info("Exported %s", path)
         return path

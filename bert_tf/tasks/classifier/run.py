@@ -235,5 +235,11 @@ def run_classifier(options):
     if options.export_dir:
         # Every signature returns the probabilities and the name of the most probable class.
         factory = functools.partial(BertClassifier, num_labels=num_labels)
-        results["export"] = runner.export(factory, ("probabilities",), (label_list, "probabilities", "label"))
+        results["export"] = runner.export(
+            factory,
+            ("probabilities",),
+            (label_list, "probabilities", "label"),
+            doc_stride=options.doc_stride,
+            window_pooling=options.window_pooling,
+        )
     return results

@@ -182,6 +182,10 @@ def run_tagger(options):
         # also return the tokens, against which a word's label is that of its first piece.
         factory = functools.partial(BertTagger, num_labels=num_labels)
         results["export"] = runner.export(
-            factory, ("probabilities",), (label_list, "probabilities", "labels"), text_tokens=True
+            factory,
+            ("probabilities",),
+            (label_list, "probabilities", "labels"),
+            text_tokens=True,
+            doc_stride=options.doc_stride,
         )
     return results

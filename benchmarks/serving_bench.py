@@ -1,0 +1,305 @@
+"""Serving raw text: the exported `text` and `text_windowed` signatures against Hugging Face
+transformers on CPU torch, and against `serving_default` fed ids padded to `--max_seq_length`.
+
+  python benchmarks/serving_bench.py [--rounds=3] [--doc_stride=96] [--long_texts=8] [--offsets]
+
+One BERT-base model (random weights, BERT's uncased vocabulary) is written once as a Google
+checkpoint, exported by `export_bert` with `--doc_stride` and converted for transformers by
+`google_to_hf`: both systems run the same weights. Each system then runs in its own fresh
+process, the two alternated, `--rounds` times; the median of the rounds is reported.
+
+- bert_tf: the export loaded as TF Serving loads it (`tf.saved_model.load` with tensorflow-text's
+  ops, no bert_tf import), its signatures called on strings: `text` for short texts (tokenized in
+  the graph, padded to the request), `text_windowed` for long ones (windows of
+  `max_seq_length - 2` WordPieces, `--doc_stride` apart, each token's `sequence_output` from its
+  window of most context).
+- fixed: the same export's `serving_default` on the same short texts' ids packed to
+  `--max_seq_length` (tokenized beforehand, not timed): what every request cost before the text
+  signatures padded to the request.
+- transformers: `BertTokenizerFast` + `BertModel` (SDPA attention) under `torch.inference_mode`,
+  padding to the longest text; long texts cut into the same windows (`stride`, HF's overlap, =
+  `max_seq_length - 2 - doc_stride`, `return_overflowing_tokens`), their outputs per window.
+
+Texts: short ones are runs of 5-20 consecutive words of tools/demo_data/sample_text.txt, long ones
+500-2,000 words of its sentences drawn at random (fixed seeds). Each case is timed per call, the
+median of the calls after two untimed ones (at least `MIN_CALLS` calls and `MIN_SECONDS` seconds);
+long texts, whose calls take seconds, after one untimed call, the median of `LONG_CALLS`.
+
+`--offsets` also times, in a fresh process, `GraphTokenizer.tokenize` against
+`tokenize_with_offsets` (the path of the `--text_tokens` exports and of `text_windowed`) on the
+same texts.
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import REPO, run_in_fresh_process  # noqa: E402
+
+DATA = os.path.join(REPO, "tools", "demo_data")
+BASE = {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072}
+SHORT_BATCHES = (1, 32)
+MIN_CALLS, MIN_SECONDS, LONG_CALLS = 3, 3.0, 2
+
+
+def make_texts(num_long, seed=0):
+    """{"short_b1": [1 text], "short_b32": [32], "long_b<num_long>": [num_long]} of the sample corpus."""
+    with open(os.path.join(DATA, "sample_text.txt"), encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    words = " ".join(lines).split()
+    rng = random.Random(seed)
+
+    def short():
+        length = rng.randint(5, 20)
+        start = rng.randrange(len(words) - length)
+        return " ".join(words[start : start + length])
+
+    def long():
+        wanted, text = rng.randint(500, 2000), []
+        while len(text) < wanted:
+            text += rng.choice(lines).split()
+        return " ".join(text[:wanted])
+
+    texts = {f"short_b{batch}": [short() for _ in range(batch)] for batch in SHORT_BATCHES}
+    texts[f"long_b{num_long}"] = [long() for _ in range(num_long)]
+    return texts
+
+
+def per_call(function, warmup=2, calls=MIN_CALLS):
+    """Median seconds of a call of `function`, after `warmup` untimed calls: at least `calls`
+    calls and `MIN_SECONDS` seconds."""
+    for _ in range(warmup):
+        function()
+    times, start = [], time.perf_counter()
+    while len(times) < calls or time.perf_counter() - start < MIN_SECONDS:
+        begin = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - begin)
+    return statistics.median(times)
+
+
+def setup_worker(work_dir, max_seq_length, doc_stride):
+    """Writes the model, its export and its HF copy, the texts and the fixed-length ids."""
+    import numpy as np
+    from common import bert_config
+
+    from bert_tf import BertModel
+    from bert_tf.checkpoints.converter import google_to_hf
+    from bert_tf.checkpoints.google import save_google_checkpoint
+    from bert_tf.export import export_bert
+    from bert_tf.text.packing import pack_inputs
+    from bert_tf.text.windows import doc_spans
+    from bert_tf.tokenization import FullTokenizer
+
+    config = bert_config(BASE)
+    config_file = os.path.join(work_dir, "bert_config.json")
+    config.to_json_file(config_file)
+    model = BertModel(config)
+    model({k: np.zeros([1, 2], np.int32) for k in ("input_ids", "input_mask", "segment_ids")})
+    checkpoint = os.path.join(work_dir, "ckpt", "bert_model.ckpt")
+    save_google_checkpoint(model, checkpoint)
+    vocab = os.path.join(DATA, "vocab.txt")
+    export_dir, _ = export_bert(
+        checkpoint,
+        config_file,
+        vocab,
+        True,
+        max_seq_length,
+        os.path.join(work_dir, "export"),
+        doc_stride=doc_stride,
+    )
+    google_to_hf(config_file, checkpoint, vocab, True, os.path.join(work_dir, "hf"))
+    with open(os.path.join(work_dir, "texts.json")) as f:
+        texts = json.load(f)
+    tokenizer = FullTokenizer(vocab, do_lower_case=True)
+    fixed = {}
+    for case in texts:
+        if case.startswith("short"):
+            rows = [pack_inputs(tokenizer.tokenize(t), None, max_seq_length, tokenizer) for t in texts[case]]
+            fixed[case] = {k: [row[k] for row in rows] for k in ("input_ids", "input_mask", "segment_ids")}
+    with open(os.path.join(work_dir, "fixed.json"), "w") as f:
+        json.dump(fixed, f)
+    tokens = {case: [len(tokenizer.tokenize(t)) for t in batch] for case, batch in texts.items()}
+    return {
+        "export": export_dir,
+        "tokens": {case: sum(counts) for case, counts in tokens.items()},
+        "windows": {
+            case: sum(len(doc_spans(n, max_seq_length - 2, doc_stride)) for n in counts)
+            for case, counts in tokens.items()
+        },
+    }
+
+
+def bert_tf_worker(work_dir, export_dir):
+    """Seconds per call of `text`, `text_windowed` and the fixed-length `serving_default`,
+    in a process that imports no bert_tf, as TF Serving loads the export."""
+    sys.modules["bert_tf"] = None
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    loaded = tf.saved_model.load(export_dir)
+    with open(os.path.join(work_dir, "texts.json")) as f:
+        texts = json.load(f)
+    with open(os.path.join(work_dir, "fixed.json")) as f:
+        fixed = json.load(f)
+    seconds = {}
+    for case, batch in texts.items():
+        strings = tf.constant(batch)
+        if case.startswith("short"):
+            text = loaded.signatures["text"]
+            seconds[f"{case}/bert_tf"] = per_call(lambda text=text, s=strings: text(text=s))
+            ids = {k: tf.constant(v, tf.int32) for k, v in fixed[case].items()}
+            default = loaded.signatures["serving_default"]
+            seconds[f"{case}/fixed"] = per_call(lambda default=default, ids=ids: default(**ids))
+        else:
+            windowed = loaded.signatures["text_windowed"]
+            seconds[f"{case}/bert_tf"] = per_call(
+                lambda windowed=windowed, s=strings: windowed(text=s), warmup=1, calls=LONG_CALLS
+            )
+    return {"seconds": seconds}
+
+
+def hf_worker(work_dir, max_seq_length, doc_stride):
+    """Seconds per call of transformers' fast tokenizer and `BertModel` on the same texts."""
+    import torch
+    import transformers
+
+    hf_dir = os.path.join(work_dir, "hf")
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(hf_dir)
+    model = transformers.BertModel.from_pretrained(hf_dir, attn_implementation="sdpa").eval()
+    with open(os.path.join(work_dir, "texts.json")) as f:
+        texts = json.load(f)
+    overlap = max_seq_length - 2 - doc_stride
+    seconds, windows = {}, {}
+    for case, batch in texts.items():
+        if case.startswith("short"):
+            options = {"padding": "longest", "truncation": True, "max_length": max_seq_length}
+        else:
+            options = {
+                "padding": "longest",
+                "truncation": True,
+                "max_length": max_seq_length,
+                "stride": overlap,
+                "return_overflowing_tokens": True,
+            }
+
+        def call(batch=batch, options=options):
+            inputs = tokenizer(batch, return_tensors="pt", **options)
+            inputs.pop("overflow_to_sample_mapping", None)
+            with torch.inference_mode():
+                return model(**inputs).last_hidden_state
+
+        long = not case.startswith("short")
+        seconds[f"{case}/transformers"] = per_call(
+            call, warmup=1 if long else 2, calls=LONG_CALLS if long else MIN_CALLS
+        )
+        windows[case] = int(call().shape[0])
+    return {"seconds": seconds, "windows": windows}
+
+
+def offsets_worker(work_dir):
+    """Seconds per call of `GraphTokenizer.tokenize` and `tokenize_with_offsets`, and tokens."""
+    import tensorflow as tf
+
+    from bert_tf.text.graph_tokenizer import GraphTokenizer
+
+    tokenizer = GraphTokenizer(os.path.join(DATA, "vocab.txt"), do_lower_case=True)
+    with open(os.path.join(work_dir, "texts.json")) as f:
+        texts = json.load(f)
+    results = {}
+    for case, batch in texts.items():
+        strings = tf.constant(batch)
+        results[case] = {
+            "tokens": int(tokenizer.tokenize(strings).flat_values.shape[0]),
+            "tokenize": per_call(lambda s=strings: tokenizer.tokenize(s).flat_values.numpy()),
+            "tokenize_with_offsets": per_call(
+                lambda s=strings: tokenizer.tokenize_with_offsets(s)[2].flat_values.numpy()
+            ),
+        }
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--doc_stride", type=int, default=96)
+    parser.add_argument("--long_texts", type=int, default=8)
+    parser.add_argument("--offsets", action="store_true", help="Also time the graph tokenizer's offsets.")
+    parser.add_argument(
+        "--work_dir", default=None, help="Where to write the model (default: a temporary one)."
+    )
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("worker_args", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        work_dir = args.worker_args[0]
+        result = {
+            "setup": lambda: setup_worker(work_dir, args.max_seq_length, args.doc_stride),
+            "bert_tf": lambda: bert_tf_worker(work_dir, args.worker_args[1]),
+            "transformers": lambda: hf_worker(work_dir, args.max_seq_length, args.doc_stride),
+            "offsets": lambda: offsets_worker(work_dir),
+        }[args.worker]()
+        print("RESULT " + json.dumps(result))
+        return
+
+    script = os.path.abspath(__file__)
+    lengths = [f"--max_seq_length={args.max_seq_length}", f"--doc_stride={args.doc_stride}"]
+    with tempfile.TemporaryDirectory(dir=args.work_dir) as work_dir:
+        texts = make_texts(args.long_texts)
+        with open(os.path.join(work_dir, "texts.json"), "w") as f:
+            json.dump(texts, f)
+        start = time.perf_counter()
+        setup = run_in_fresh_process(script, "setup", work_dir, *lengths)
+        words = {case: sum(len(t.split()) for t in batch) for case, batch in texts.items()}
+        print(f"setup {time.perf_counter() - start:.0f} s; words {words}; WordPieces {setup['tokens']}")
+        rounds = []
+        for index in range(args.rounds):
+            systems = ["bert_tf", "transformers"][:: 1 if index % 2 == 0 else -1]
+            seconds, windows = {}, {}
+            for system in systems:
+                extra = [setup["export"]] if system == "bert_tf" else []
+                result = run_in_fresh_process(script, system, work_dir, *extra, *lengths)
+                seconds.update(result["seconds"])
+                windows.update(result.get("windows", {}))
+            print(
+                f"round {index + 1}: "
+                + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in sorted(seconds.items()))
+            )
+            rounds.append(seconds)
+        print(f"windows: doc_spans {setup['windows']}, transformers {windows}")
+        median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+        for case in texts:
+            label = case.replace("_", " ")
+            print(
+                f"{case} median: "
+                + ", ".join(
+                    f"{k.split('/')[1]} {v * 1000:.1f} ms"
+                    for k, v in median.items()
+                    if k.startswith(case + "/")
+                )
+            )
+            if case.startswith("short"):
+                print(f"{label} vs fixed: {median[case + '/fixed'] / median[case + '/bert_tf']:.2f}x")
+            print(
+                f"{label} vs transformers: {median[case + '/transformers'] / median[case + '/bert_tf']:.2f}x"
+            )
+        if args.offsets:
+            result = run_in_fresh_process(script, "offsets", work_dir)
+            for case, times in result.items():
+                print(
+                    f"graph tokenizer {case} ({times['tokens']} WordPieces): tokenize "
+                    f"{times['tokenize'] * 1000:.2f} ms, tokenize_with_offsets "
+                    f"{times['tokenize_with_offsets'] * 1000:.2f} ms "
+                    f"({times['tokenize_with_offsets'] / times['tokenize']:.2f}x)"
+                )
+
+
+if __name__ == "__main__":
+    main()
