@@ -2,7 +2,6 @@
 
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from bert_tf.text.tokenization import BasicTokenizer, FullTokenizer
 from bert_tf.text.vocabulary import BuildVocabOptions, build_vocab, run_build_vocab
 from tests import pretraining_fixtures as pf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,10 +40,8 @@ def test_vocab_covers_its_corpus_consistently(fixtures_dir, tmp_path, do_lower_c
 def test_tool_and_its_errors(fixtures_dir, tmp_path):
     tool = [sys.executable, os.path.join(REPO, "tools", "build_vocab.py")]
     output = tmp_path / "v.txt"
-    result = subprocess.run(
+    result = tool_runs.run(
         tool + [f"--input_file={pf.SAMPLE_TEXT}", "--vocab_size=500", f"--output={output}", "--min_count=1"],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]

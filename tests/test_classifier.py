@@ -8,7 +8,6 @@ import csv
 import logging
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -25,6 +24,7 @@ from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
 from bert_tf.text.tokenization import FullTokenizer
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(REPO, "tools", "run_classifier.py")
@@ -595,14 +595,7 @@ def trained(tmp_path_factory, fixtures_dir):
         "--iterations_per_loop=30",
         "--seed=1",
     ]
-    result = subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        timeout=600,
-    )
+    result = tool_runs.run([sys.executable, *args], cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir, output_dir, result.stderr
 
@@ -683,11 +676,8 @@ def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):
         f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
         f"--output_dir={tmp_path / 'o'}",
     ]
-    result = subprocess.run(
-        [sys.executable, TOOL, "--task_name=QQP", f"--data_dir={DEMO}", "--do_train", *common],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
+    result = tool_runs.run(
+        [sys.executable, TOOL, "--task_name=QQP", f"--data_dir={DEMO}", "--do_train", *common], cwd=REPO
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (

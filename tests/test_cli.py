@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests import tool_runs
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(REPO, "tools", "demo_data")
 
@@ -296,20 +298,13 @@ _HELP_ENTRY = re.compile(r"^  --(\[no\])?(\w+): (.*?)(?=^  --|^\S|\Z)", re.MULTI
 @pytest.fixture(scope="module")
 def helps():
     """`{tool: (exit status, stdout)}` of `--help`, every tool (and make demo's script) at once."""
-    tools = sorted([*TOOL_OPTIONS, "demo.py"])
-    processes = {
-        tool: subprocess.Popen(
-            [sys.executable, os.path.join(REPO, "tools", tool), "--help"],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+    helps = {}
+    for tool in sorted([*TOOL_OPTIONS, "demo.py"]):
+        result = tool_runs.run(
+            [sys.executable, os.path.join(REPO, "tools", tool), "--help"], cwd=REPO, timeout=600
         )
-        for tool in tools
-    }
-    return {
-        tool: (process.wait(timeout=600), process.communicate()[0]) for tool, process in processes.items()
-    }
+        helps[tool] = (result.returncode, result.stdout)
+    return helps
 
 
 def _help_entries(text):
@@ -374,11 +369,9 @@ def test_make_demos_script_prints_its_help_without_running(helps):
 
 
 def test_helpfull_lists_absl_flags_too_and_exits_0():
-    result = subprocess.run(
+    result = tool_runs.run(
         [sys.executable, os.path.join(REPO, "tools", "evaluate_squad.py"), "--helpfull"],
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]

@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 
@@ -14,18 +13,15 @@ from bert_tf.checkpoints import converter, pretrained, reference
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_tool(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "convert_checkpoint.py"), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return tool_runs.run(
+        [sys.executable, os.path.join(REPO, "tools", "convert_checkpoint.py"), *args], cwd=REPO, timeout=600
     )
 
 

@@ -39,6 +39,7 @@ from bert_tf.export.bert import ExportOptions, run_export
 from bert_tf.text.packing import pack_inputs
 from bert_tf.tokenization import FullTokenizer
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -491,12 +492,8 @@ def test_the_export_holds_the_generic_layer_norm(moved_export):
 
 
 def run_tool(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return tool_runs.run(
+        [sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"), *args], cwd=REPO, timeout=600
     )
 
 

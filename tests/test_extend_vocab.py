@@ -6,7 +6,6 @@ entries)."""
 
 import collections
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ from bert_tf.checkpoints.vocab_extension import OUTPUT_BIAS, TABLES, WORD_EMBEDD
 from bert_tf.config import BertConfig
 from bert_tf.text.tokenization import BasicTokenizer, FullTokenizer
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKPOINT = os.path.join(mf.GOOGLE_TINY_TRAIN, "model.ckpt-3")
@@ -236,7 +236,7 @@ def test_too_few_unused_entries_and_missing_files_are_errors_and_nothing_is_writ
 
 def test_the_tool_prints_one_error_line_and_exits_2(tmp_path, fixtures_dir):
     (tmp_path / "tokens.txt").write_text("the\n", encoding="utf-8")
-    result = subprocess.run(
+    result = tool_runs.run(
         [
             sys.executable,
             os.path.join(REPO, "tools", "extend_vocab.py"),
@@ -247,8 +247,6 @@ def test_the_tool_prints_one_error_line_and_exits_2(tmp_path, fixtures_dir):
             f"--output_dir={tmp_path / 'out'}",
         ],
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 2

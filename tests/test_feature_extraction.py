@@ -5,7 +5,6 @@ max-context window."""
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -19,6 +18,7 @@ from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
 from bert_tf.text.tokenization import FullTokenizer
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -218,12 +218,8 @@ def test_an_empty_input_is_an_error_that_keeps_the_earlier_output(tmp_path):
 
 
 def run_tool(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return tool_runs.run(
+        [sys.executable, os.path.join(REPO, "tools", "extract_features.py"), *args], cwd=REPO, timeout=600
     )
 
 

@@ -25,6 +25,7 @@ from bert_tf.data import (
 from bert_tf.data.examples import ExampleEncoder, RecordWriter
 from bert_tf.text.tokenization import FullTokenizer
 from tests import pretraining_fixtures as pf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ORIGINAL_WWM = os.path.join(REPO, "tests", "data", "original_wwm_s7.tfrecord")
@@ -42,7 +43,7 @@ def options(**overrides):
 def test_tool_reproduces_the_original_output(fixtures_dir, tmp_path):
     output = tmp_path / "out.tfrecord"
     flags = [f"--{k}={v}" for k, v in pf.FIXTURE_ARGS.items()]
-    result = subprocess.run(
+    result = tool_runs.run(
         [
             sys.executable,
             os.path.join(REPO, "tools", "create_pretraining_data.py"),
@@ -51,8 +52,6 @@ def test_tool_reproduces_the_original_output(fixtures_dir, tmp_path):
             *flags,
         ],
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -638,13 +637,7 @@ def test_the_tools_flags_are_the_options_fields_declared_once():
     assert all(flags[name][1].startswith(field.metadata["help"]) for name, field in fields.items())
     required = [name for name, field in fields.items() if field.metadata["required"]]
     assert required == ["vocab_file", "input_file", "output_file"]
-    missing = subprocess.run(
-        [sys.executable, tool, f"--vocab_file={pf.VOCAB}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    missing = tool_runs.run([sys.executable, tool, f"--vocab_file={pf.VOCAB}"], cwd=REPO, timeout=300)
     assert missing.returncode == 1
     assert (
         "--input_file must have a value" in missing.stderr

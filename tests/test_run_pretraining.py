@@ -22,6 +22,7 @@ from bert_tf.config import BertConfig
 from bert_tf.tasks.pretraining.data import check_records
 from bert_tf.tasks.pretraining.run import PretrainingOptions, run_pretraining
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.conftest import FIXTURES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,16 +76,9 @@ def _args(workdir, output_dir, steps, **extra):
     return [TOOL] + [f"--{k}={v}" for k, v in _flags(workdir, output_dir, steps, **extra).items()]
 
 
-def _run(args, env=None, **kwargs):
-    return subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})),
-        timeout=600,
-        **kwargs,
-    )
+def _run(args, env=None):
+    """The tool in a process of its own (`tests.tool_runs`), `env` added to this one's."""
+    return tool_runs.run([sys.executable, *args], cwd=REPO, env=dict(os.environ, **(env or {})), timeout=600)
 
 
 def _run_here(caplog, workdir, output_dir, steps, **extra):

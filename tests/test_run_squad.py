@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
@@ -23,6 +22,7 @@ from bert_tf.tasks.squad import run as squad_run
 from bert_tf.tasks.squad import task as squad_task
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.test_squad import REPO, VOCAB
 
 DATA = os.path.join(REPO, "tools", "demo_data", "squad")
@@ -36,7 +36,7 @@ COMMON = [
 
 
 def run_squad(*flags, check=True):
-    result = subprocess.run([*TOOL, *COMMON, *flags], capture_output=True, text=True)
+    result = tool_runs.run([*TOOL, *COMMON, *flags])
     if check and result.returncode != 0:
         raise AssertionError(result.stderr[-3000:])
     return result

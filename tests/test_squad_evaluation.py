@@ -1,12 +1,12 @@
 """The SQuAD 1.1 / 2.0 evaluation rules on hand-made predictions, scores worked out by hand."""
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from bert_tf.tasks.squad import evaluation as ev
+from tests import tool_runs
 from tests.test_squad import REPO
 
 
@@ -136,9 +136,9 @@ def test_evaluate_files_and_tool(tmp_path, capsys):
     tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
     v1 = write(tmp_path / "dev-v1.1.json", {"version": "1.1", "data": article(question("a1", "Broncos"))})
     out_file = tmp_path / "eval.json"
-    subprocess.run([*tool, v1, predictions, f"--out_file={out_file}"], check=True)
+    assert tool_runs.run([*tool, v1, predictions, f"--out_file={out_file}"]).returncode == 0
     assert json.loads(out_file.read_text()) == {"exact_match": 0.0, "f1": pytest.approx(100 * 2 / 3)}
-    bad = subprocess.run([*tool, v1], capture_output=True, text=True)
+    bad = tool_runs.run([*tool, v1])
     assert bad.returncode == 2
     assert "error: " in bad.stderr and "DATA_FILE PREDICTION_FILE" in bad.stderr
 
@@ -173,7 +173,7 @@ def test_files_are_checked_before_evaluating(tmp_path):
         ev.evaluate_files(v2, numbers, True)
 
     tool = [sys.executable, f"{REPO}/tools/evaluate_squad.py"]
-    result = subprocess.run([*tool, v2, predictions], capture_output=True, text=True)
+    result = tool_runs.run([*tool, v2, predictions])
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: {v2}: question n1 has no answer: for SQuAD 2.0 data pass --version_2_with_negative"

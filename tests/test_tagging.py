@@ -6,7 +6,6 @@ weights.
 
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -24,6 +23,7 @@ from bert_tf.text.tokenization import FullTokenizer
 from bert_tf.text.windows import DocSpan
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(REPO, "tools", "run_tagger.py")
@@ -356,14 +356,7 @@ def trained(tmp_path_factory, fixtures_dir):
         "--iterations_per_loop=25",
         "--seed=1",
     ]
-    result = subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        timeout=600,
-    )
+    result = tool_runs.run([sys.executable, *args], cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result.stderr, workdir / "export"
 
