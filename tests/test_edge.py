@@ -10,7 +10,6 @@ float32); the whole format x quantisation x model matrix and the tagger and SQuA
 
 import dataclasses
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -22,6 +21,7 @@ from bert_tf.export import edge
 from bert_tf.export.edge import CLASSES, PER_EXAMPLE, PER_TOKEN, EdgeOptions, Runtime, check_outputs
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_LABELS = 3
@@ -234,7 +234,7 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch):
 
 def test_the_tool_reports_bad_input_as_one_line_and_writes_nothing(tmp_path):
     output = tmp_path / "model.onnx"
-    result = subprocess.run(
+    result = tool_runs.run(
         [
             sys.executable,
             os.path.join(REPO, "tools", "export_edge.py"),
@@ -245,8 +245,6 @@ def test_the_tool_reports_bad_input_as_one_line_and_writes_nothing(tmp_path):
             "--max_seq_length=600",
             f"--output={output}",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 2
