@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -44,10 +45,22 @@ def run_tool(tmp_path, *flags, level=None):
     )
 
 
+def _default_sigint():
+    # A shell without job control starts a background command (`make test &`) with SIGINT
+    # ignored, and Python keeps an inherited SIG_IGN: Ctrl-C's handling is the point here.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_python(code, *args, timeout=300):
-    """`python -c code args...` in the repository, its output captured."""
+    """`python -c code args...` in the repository, its output captured, SIGINT as a terminal's
+    command gets it."""
     return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_default_sigint,
     )
 
 
