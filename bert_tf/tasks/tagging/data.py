@@ -190,26 +190,37 @@ def convert_example(example_index, example, label_map, max_seq_length, tokenizer
             positions.append(len(tokens))
             tokens.extend(word_pieces)
         tokens.append("[SEP]")
-        padding = [0] * (max_seq_length - len(tokens))
-        label_ids = [0] * max_seq_length
-        label_weights = [0.0] * max_seq_length
-        for position, label in zip(positions, labels[first:last], strict=True):
-            label_ids[position] = label
-            label_weights[position] = 1.0
+        labelled = zip(positions, labels[first:last], strict=True)
         features.append(
-            TaggingFeatures(
-                example_index=example_index,
-                first_word=first,
-                word_positions=positions,
-                span=span,
-                input_ids=tokenizer.convert_tokens_to_ids(tokens) + padding,
-                input_mask=[1] * len(tokens) + padding,
-                segment_ids=[0] * max_seq_length,
-                label_ids=label_ids,
-                label_weights=label_weights,
+            _window_features(
+                example_index, first, positions, span, tokens, labelled, max_seq_length, tokenizer
             )
         )
     return features
+
+
+def _window_features(
+    example_index, first_word, word_positions, span, tokens, labelled, max_seq_length, tokenizer
+):
+    """One window's `TaggingFeatures`: `tokens` (`[CLS] ... [SEP]`) padded to `max_seq_length`,
+    with each `(position, label id)` of `labelled` weighted 1 and every other position 0."""
+    padding = [0] * (max_seq_length - len(tokens))
+    label_ids = [0] * max_seq_length
+    label_weights = [0.0] * max_seq_length
+    for position, label in labelled:
+        label_ids[position] = label
+        label_weights[position] = 1.0
+    return TaggingFeatures(
+        example_index=example_index,
+        first_word=first_word,
+        word_positions=word_positions,
+        span=span,
+        input_ids=tokenizer.convert_tokens_to_ids(tokens) + padding,
+        input_mask=[1] * len(tokens) + padding,
+        segment_ids=[0] * max_seq_length,
+        label_ids=label_ids,
+        label_weights=label_weights,
+    )
 
 
 def _window_budget(max_seq_length):
@@ -270,23 +281,13 @@ def convert_example_to_windows(
         # The max-context windows of the pieces follow each other, so a window's words are consecutive.
         owned = [word for word in words if best[first_pieces[word]] == index]
         tokens = ["[CLS]", *pieces[span.start : end], "[SEP]"]
-        padding = [0] * (max_seq_length - len(tokens))
-        label_ids = [0] * max_seq_length
-        label_weights = [0.0] * max_seq_length
-        for word in words if is_training else owned:
-            label_ids[1 + first_pieces[word] - span.start] = labels[word]
-            label_weights[1 + first_pieces[word] - span.start] = 1.0
+        position = {word: 1 + first_pieces[word] - span.start for word in words}
+        labelled = [(position[word], labels[word]) for word in (words if is_training else owned)]
+        first_word = owned[0] if owned else words.start
+        owned_positions = [position[word] for word in owned]
         features.append(
-            TaggingFeatures(
-                example_index=example_index,
-                first_word=owned[0] if owned else words.start,
-                word_positions=[1 + first_pieces[word] - span.start for word in owned],
-                span=span,
-                input_ids=tokenizer.convert_tokens_to_ids(tokens) + padding,
-                input_mask=[1] * len(tokens) + padding,
-                segment_ids=[0] * max_seq_length,
-                label_ids=label_ids,
-                label_weights=label_weights,
+            _window_features(
+                example_index, first_word, owned_positions, span, tokens, labelled, max_seq_length, tokenizer
             )
         )
     return features
