@@ -1,22 +1,42 @@
-"""The tests' runs of the command-line tools, each in a process of its own without paying for
-TensorFlow's import every time.
+"""The tests' runs of the command-line tools and of other Python scripts, each in a process of its
+own without paying for TensorFlow's import every time.
 
-`run([sys.executable, "tools/<tool>.py", *flags], ...)` takes `subprocess.run`'s arguments
-and returns its `CompletedProcess` (output captured as text). The first call in a pytest process
-starts a tool server: a Python process that imports what the tools import (`bert_tf.cli` first,
-as every tool does, then the `bert_tf` modules named in `tools/*.py`) and then forks one child per
-run. The child takes the run's working directory, environment, argv and standard streams, runs
-the tool as `__main__` and exits as the tool's own process would (its `sys.exit` status, a
-traceback and 1 on an uncaught exception, a signal's negative status). A fresh process costs 5-8
-s of CPU before a tool does anything; a fork costs milliseconds.
+`run([sys.executable, "tools/<tool>.py", *flags], ...)` takes `subprocess.run`'s arguments and
+returns its `CompletedProcess` (output captured as text); `start(...)` takes `subprocess.Popen`'s
+and returns a process with `pid`, `stdout` (a pipe, if asked), `poll`, `wait`, `send_signal`,
+`terminate` and `kill`. A run is forked from a server: a Python process of this pytest process
+that has imported what the script imports first (its preload) and then forks one child per run.
+The child takes the run's working directory, environment, argv and standard streams, writes
+what the preload wrote to stdout and stderr (TensorFlow's start-up lines), runs the script as
+`__main__` and exits as the script's own process would (its `sys.exit` status, a traceback and 1
+on an uncaught exception, a signal's negative status). A fresh process costs 5-8 s of CPU before
+a script does anything; a fork costs milliseconds.
 
-What a fork cannot show is checked with real processes elsewhere: the start-up itself (the lines
-TensorFlow prints while it loads, the log level a user sets: `tests/test_cli.py`), signals sent
-to a tool, and runs whose environment decides what gets imported (`KERAS_BACKEND`, `TF_*`,
-`PYTHON*`, ...): `run` starts those as plain subprocesses.
+The servers (`SERVERS`), each started on first use and ended with the pytest process:
+  - TOOLS: `bert_tf.cli` first, as every tool does, then the `bert_tf` modules named in
+    `tools/*.py`. `tools/*.py` runs use it by default; a `python -c CODE` script or another
+    script whose first import is `from bert_tf import cli` may name it.
+  - TENSORFLOW: TensorFlow, Keras and bert_tf's model and training modules, for scripts that
+    import TensorFlow themselves (not through `bert_tf.cli`): the benchmarks.
+  - JAX: the same under `KERAS_BACKEND=jax JAX_PLATFORMS=cpu`, JAX and Keras first: the
+    scripts that check bert_tf on the JAX backend.
+A script other than a tool is forked only where its caller names a server (`server=`): the
+caller vouches that the script imports that server's modules before it does anything else that
+shows (a line written, a variable read); extra modules of bert_tf's preloaded make no other
+difference than their place in `sys.modules`.
 
-The server forks before TensorFlow has run an op, while its only other thread is OpenBLAS's idle
-thread server (OpenBLAS stops its threads around a fork); the children run every op.
+What a fork cannot show is checked with real processes: the start-up itself (the lines TensorFlow
+prints while it loads, the log level a user sets, a process without bert_tf or TensorFlow, what
+`PYTHONHASHSEED` or the locale decide), Python's own signal handling (SIGINT's handler as a
+terminal's command gets it, a handler run inside a finalizer), and runs whose environment decides
+what gets imported (`KERAS_BACKEND`, `TF_*`, `PYTHON*`, ...) other than a server's: `run` and
+`start` start those as plain subprocesses, as they do a run with no server.
+
+A server forks before TensorFlow or JAX has run an op, while its only other threads are
+OpenBLAS's idle thread servers (OpenBLAS stops its threads around a fork); the children run every
+op. Each run is a fresh fork of the server, which runs nothing itself: no state passes from one
+run to the next. A server runs one child at a time: while a `start`ed process runs, other runs
+are plain subprocesses.
 """
 
 import ast
@@ -24,23 +44,30 @@ import glob
 import importlib
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOLS = os.path.join(REPO, "tools")
+TOOLS_DIR = os.path.join(REPO, "tools")
 
-# Variables read while modules are imported (or by the interpreter itself): a run that changes
-# one gets a process of its own.
+TOOLS, TENSORFLOW, JAX = "tools", "tensorflow", "jax"
+
+# Variables read while modules are imported (or by the interpreter itself): a run whose values
+# differ from its server's gets a process of its own.
 _IMPORT_TIME_VARIABLES = ("TF_", "KERAS", "JAX", "XLA", "CUDA", "PYTHON", "OMP_", "MKL", "OPENBLAS", "LD_")
+
+# bert_tf's modules a model or training script imports (none runs an op when imported).
+_MODEL_MODULES = ["bert_tf", "bert_tf.modeling", "bert_tf.training", "bert_tf.tasks.pretraining.task"]
 
 
 def _tool_modules():
     """The `bert_tf` modules the tools import at their top level."""
     modules = []
-    for path in sorted(glob.glob(os.path.join(TOOLS, "*.py"))):
+    for path in sorted(glob.glob(os.path.join(TOOLS_DIR, "*.py"))):
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
         for node in tree.body:
@@ -51,106 +78,217 @@ def _tool_modules():
     return list(dict.fromkeys(modules))
 
 
+# Each server: the variables it sets in its environment and the modules it imports, in order.
+SERVERS = {
+    TOOLS: ({}, lambda: ["bert_tf.cli", *_tool_modules()]),
+    TENSORFLOW: ({}, lambda: ["tensorflow", "keras", *_MODEL_MODULES]),
+    JAX: ({"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}, lambda: ["jax", "keras", *_MODEL_MODULES]),
+}
+
+
 def _import_time_environment(env):
     return {k: v for k, v in env.items() if k.startswith(_IMPORT_TIME_VARIABLES)}
 
 
 class _Server:
-    """The tool server of this pytest process (started on first use, ended with it)."""
+    """A server of this pytest process (module doc)."""
 
-    def __init__(self):
-        self.environment = dict(os.environ)
+    def __init__(self, name):
+        variables, preload = SERVERS[name]
+        self.environment = dict(os.environ, **variables)
+        self.busy = False
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (open while the server lives)
         self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__)],
+            [sys.executable, os.path.abspath(__file__), json.dumps(preload())],
             cwd=REPO,
+            env=self.environment,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
+            bufsize=0,  # unbuffered replies: `select` sees each one
         )
-        self._expect("ready")
+        self.expect("ready")
 
-    def _expect(self, what):
+    def expect(self, what, timeout=None):
+        """The server's next reply, which must be `what`; None if none came within `timeout`."""
+        if timeout is not None and not select.select([self.process.stdout], [], [], timeout)[0]:
+            return None
         line = self.process.stdout.readline()
         if not line:
             self._stderr.seek(0)
-            raise RuntimeError(f"the tool server ended: {self._stderr.read().decode()[-3000:]}")
+            raise RuntimeError(f"the test server ended: {self._stderr.read().decode()[-3000:]}")
         reply = json.loads(line)
         assert reply["kind"] == what, reply
         return reply
 
-    def run(self, args, cwd, env, stdin_path, stdout_path, stderr_path, timeout):
-        request = {
-            "args": args,
-            "cwd": cwd,
-            "env": env,
-            "stdin": stdin_path,
-            "stdout": stdout_path,
-            "stderr": stderr_path,
-            "timeout": timeout,
-        }
+    def fork(self, request):
+        """Sends a run's request; returns the child's pid."""
+        self.busy = True
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
-        return self._expect("exit")
+        return self.expect("started")["pid"]
 
 
-_server = None
+_servers = {}
 
 
-def _forkable(command, cwd, env):
-    """Whether `command` runs a tool that the server (started now, or already) can fork."""
+def _server_for(command, cwd, env, server):
+    """The server that can fork `command` in `env` (started now, or already), or None."""
     if len(command) < 2 or command[0] != sys.executable:
-        return False
-    tool = os.path.abspath(os.path.join(cwd or os.getcwd(), command[1]))
-    if os.path.dirname(tool) != TOOLS or not tool.endswith(".py"):
-        return False
-    server_environment = os.environ if _server is None else _server.environment
-    return _import_time_environment(env) == _import_time_environment(server_environment)
+        return None
+    if server is None:
+        script = os.path.abspath(os.path.join(cwd or os.getcwd(), command[1]))
+        if os.path.dirname(script) != TOOLS_DIR or not script.endswith(".py"):
+            return None
+        server = TOOLS
+    if command[1] == "-c" and len(command) < 3:
+        return None
+    variables, _ = SERVERS[server]
+    if _import_time_environment(env) != _import_time_environment(dict(os.environ, **variables)):
+        return None
+    if server not in _servers:
+        _servers[server] = _Server(server)
+    return None if _servers[server].busy else _servers[server]
 
 
-def run(command, cwd=None, env=None, input=None, timeout=None):
+def _request(command, cwd, stdin, stdout, stderr, env, timeout):
+    return {
+        "args": list(command[1:]),
+        "cwd": os.path.abspath(cwd or os.getcwd()),
+        "env": env,
+        "stdin": stdin,
+        "stdout": stdout,
+        "stderr": stderr,
+        "timeout": timeout,
+    }
+
+
+def run(command, cwd=None, env=None, input=None, timeout=None, server=None):
     """`subprocess.run(command, cwd=cwd, env=env, input=input, timeout=timeout,
-    capture_output=True, text=True)`, forked from the tool server where `command` runs a tool of
-    `tools/` in an environment the server was imported under (module doc).
+    capture_output=True, text=True)`, forked from a server where `command` runs a tool of
+    `tools/` or names a `server`, in an environment the server was imported under (module doc).
 
     Raises:
       subprocess.TimeoutExpired: The run took longer than `timeout` seconds (it is killed).
     """
-    global _server
     env = dict(os.environ if env is None else env)
-    if not _forkable(command, cwd, env):
+    forker = _server_for(command, cwd, env, server)
+    if forker is None:
         return subprocess.run(
             command, cwd=cwd, env=env, input=input, timeout=timeout, capture_output=True, text=True
         )
-    if _server is None:
-        _server = _Server()
     with tempfile.TemporaryDirectory() as scratch:
         paths = {name: os.path.join(scratch, name) for name in ("stdin", "stdout", "stderr")}
         with open(paths["stdin"], "w", encoding="utf-8") as f:
             f.write(input or "")
-        reply = _server.run(
-            list(command[1:]),
-            os.path.abspath(cwd or os.getcwd()),
-            env,
-            paths["stdin"],
-            paths["stdout"],
-            paths["stderr"],
-            timeout,
-        )
+        forker.fork(_request(command, cwd, paths["stdin"], paths["stdout"], paths["stderr"], env, timeout))
+        try:
+            status = forker.expect("exit")["status"]
+        finally:
+            forker.busy = False
         outputs = {}
         for name in ("stdout", "stderr"):
             with open(paths[name], encoding="utf-8", errors="replace") as f:
                 outputs[name] = f.read()
-    if reply["status"] is None:
+    if status is None:
         raise subprocess.TimeoutExpired(command, timeout, outputs["stdout"], outputs["stderr"])
-    return subprocess.CompletedProcess(command, reply["status"], outputs["stdout"], outputs["stderr"])
+    return subprocess.CompletedProcess(command, status, outputs["stdout"], outputs["stderr"])
 
 
-def _serve():
-    """The server's loop (module doc): returns a request in a forked child, None at the end."""
+class ForkedProcess:
+    """A `start`ed run forked from a server: the part of `subprocess.Popen` the tests use."""
+
+    def __init__(self, command, cwd, env, stdout, server):
+        self.args = command
+        self.returncode = None
+        self._server = server
+        self._scratch = tempfile.TemporaryDirectory()  # removed when the run has ended
+        path = os.devnull
+        if stdout == subprocess.PIPE:
+            path = os.path.join(self._scratch.name, "stdout")
+            os.mkfifo(path)
+        self.pid = server.fork(_request(command, cwd, os.devnull, path, os.devnull, env, None))
+        # The child opens the FIFO's other end as it starts.
+        self.stdout = None if path == os.devnull else open(path, encoding="utf-8")  # noqa: SIM115
+
+    def poll(self):
+        return self.wait(timeout=0) if self.returncode is None else self.returncode
+
+    def wait(self, timeout=None):
+        """The exit status; `subprocess.TimeoutExpired` if the run has not ended within
+        `timeout` seconds (`poll`, with 0: None)."""
+        if self.returncode is None:
+            reply = self._server.expect("exit", timeout=timeout)
+            if reply is None:
+                if timeout == 0:
+                    return None
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.returncode = reply["status"]
+            self._server.busy = False
+            self._scratch.cleanup()
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.stdout is not None:
+            self.stdout.close()
+        self.wait()
+
+
+def start(command, cwd=None, env=None, stdout=None, server=None):
+    """`subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.DEVNULL,
+    text=True)` with stdin at /dev/null, forked from a server as `run` forks (a `ForkedProcess`),
+    else a `subprocess.Popen`. `stdout`: None (/dev/null) or `subprocess.PIPE`."""
+    env = dict(os.environ if env is None else env)
+    forker = _server_for(command, cwd, env, server)
+    if forker is None:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL if stdout is None else stdout,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+    return ForkedProcess(command, cwd, env, stdout, forker)
+
+
+def _serve(preload):
+    """A server's loop (module doc): returns a request in a forked child, None at the end."""
     started_with = dict(os.environ)
-    for module in ["bert_tf.cli", *_tool_modules()]:
-        importlib.import_module(module)
+    # What the preload writes (TensorFlow's start-up lines) is kept for each run to write.
+    written = {}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        saved = {fd: os.dup(fd) for fd in (1, 2)}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            for module in preload:
+                importlib.import_module(module)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+        for fd, f in ((1, out), (2, err)):
+            f.seek(0)
+            written[fd] = f.read()
     set_on_import = {k: v for k, v in os.environ.items() if k not in started_with}
     requests, replies = sys.stdin.buffer, sys.stdout
     print(json.dumps({"kind": "ready"}), file=replies, flush=True)
@@ -160,7 +298,9 @@ def _serve():
         pid = os.fork()
         if pid == 0:
             request["env"] = {**set_on_import, **request["env"]}
+            request["written"] = written
             return request
+        print(json.dumps({"kind": "started", "pid": pid}), file=replies, flush=True)
         deadline = None if request["timeout"] is None else time.monotonic() + request["timeout"]
         status = None
         while True:
@@ -169,7 +309,7 @@ def _serve():
                 status = os.waitstatus_to_exitcode(wait_status)
                 break
             if deadline is not None and time.monotonic() > deadline:
-                os.kill(pid, 9)
+                os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 break
             time.sleep(0.005)
@@ -178,8 +318,10 @@ def _serve():
 
 
 def _run_in_child(request):
-    """Becomes the tool's process: its directory, environment, streams and argv, then the tool."""
-    import runpy
+    """Becomes the script's process: its directory, environment, streams and argv, then the
+    script (a file, or `-c` code) as `__main__`."""
+    import importlib.machinery
+    import types
 
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -189,16 +331,49 @@ def _run_in_child(request):
         (1, "stdout", os.O_WRONLY),
         (2, "stderr", os.O_WRONLY),
     ):
-        opened = os.open(request[name], flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o600)
+        create = os.O_CREAT | os.O_TRUNC if fd and request[name] != os.devnull else 0
+        opened = os.open(request[name], flags | create, 0o600)
         os.dup2(opened, fd)
         os.close(opened)
-    tool = request["args"][0]
-    sys.argv = list(request["args"])
-    sys.path[0] = os.path.dirname(os.path.abspath(tool))  # as `python tools/<tool>.py` has it
-    runpy.run_path(tool, run_name="__main__")
+    for fd, written in request["written"].items():
+        os.write(int(fd), written)
+    args = request["args"]
+    main = types.ModuleType("__main__")
+    main.__cached__ = None
+    if args[0] == "-c":
+        sys.argv = ["-c", *args[2:]]
+        sys.path[0] = ""  # the working directory, as `python -c` has it
+        filename, source = "<string>", args[1]
+        main.__loader__ = importlib.machinery.BuiltinImporter
+    else:
+        sys.argv = list(args)
+        filename = os.path.abspath(args[0])  # __file__ and the code's, as `python <script>` has them
+        sys.path[0] = os.path.dirname(filename)
+        with open(filename, "rb") as f:
+            source = f.read()
+        main.__file__ = filename
+        main.__loader__ = importlib.machinery.SourceFileLoader("__main__", filename)
+    sys.modules["__main__"] = main
+    code = compile(source, filename, "exec")
+    try:
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as error:  # noqa: BLE001  (as the interpreter reports it)
+        # The traceback from the script's own frame on, as the interpreter prints it.
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+            tb = tb.tb_next
+        error.__traceback__ = tb or error.__traceback__  # what the hook prints
+        sys.excepthook(type(error), error, error.__traceback__)
+        sys.stderr.flush()
+        if isinstance(error, KeyboardInterrupt):  # the interpreter ends itself by SIGINT then
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    child_request = _serve()
+    child_request = _serve(json.loads(sys.argv[1]))
     if child_request is not None:
-        _run_in_child(child_request)  # a SystemExit ends the child as it ends a tool
+        _run_in_child(child_request)  # a SystemExit ends the child as it ends a script
