@@ -129,13 +129,17 @@ def call_seconds(fn, calls):
     return times
 
 
-def run_floor(shape):
+def run_floor(shape, peak_matmul=PEAK_MATMUL):
     """The fastest the bert_tf step could run here with TensorFlow's float32 kernels: its matmul
     FLOPs at the machine's peak matmul rate, plus two parts of the step timed alone, the
     optimizer's update (the step's compiled rule over every variable, with the clipping factor)
     and dropout's random draws. Everything else the step does (bias gradients, LayerNorm, GELU,
     softmax, the dropouts' masks, the loss) is left out: a real step is not expected to pass it
     unless its matmuls beat tf.matmul's rate at 4096^3.
+
+    Args:
+      shape: The model's shape and batch (`CONFIGS`).
+      peak_matmul: The size of the square float32 matmul that measures the peak rate.
 
     Returns:
       (examples/s at the floor, {part: milliseconds, "peak_gflops": the matmul rate}).
@@ -145,9 +149,9 @@ def run_floor(shape):
     from bert_tf.modeling.dropout import DRAW_RANGE, draws_shape
 
     step, _ = bert_tf_step(shape, jit_compile=False)
-    a = tf.random.normal([PEAK_MATMUL, PEAK_MATMUL])
+    a = tf.random.normal([peak_matmul, peak_matmul])
     matmul = tf.function(lambda: tf.reduce_sum(tf.matmul(a, a)))
-    peak_flops = 2 * PEAK_MATMUL**3 / min(call_seconds(lambda: matmul().numpy(), 5))
+    peak_flops = 2 * peak_matmul**3 / min(call_seconds(lambda: matmul().numpy(), 5))
 
     gradients = [tf.random.normal(v.shape, stddev=1e-3) for v in step.variables]
     learning_rate = step.optimizer.learning_rate
@@ -204,13 +208,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--configs", default="tiny,base")
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
+    # The floor's matmul size (the tests' smoke run takes a small one).
+    parser.add_argument("--peak_matmul", type=int, default=PEAK_MATMUL, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         shape = CONFIGS[args.configs]
         if args.worker == "keras_hub":
             rate, notes = run_keras_hub(shape)
         elif args.worker == "floor":
-            rate, notes = run_floor(shape)
+            rate, notes = run_floor(shape, args.peak_matmul)
         else:
             rate, notes = run_bert_tf(shape, jit_compile=args.worker == "bert_tf_xla")
         print("RESULT " + json.dumps([rate, notes]))

@@ -3,7 +3,6 @@ the keyed draws against a NumPy reference of their hash, and their statistics.""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling.dropout import Dropout, drop_threshold, dropout_training_form, keyed_draws
+from tests import tool_runs
 
 
 def expected_keep(draws, width, threshold):
@@ -190,12 +190,9 @@ def test_keyed_dropout_is_the_default_on_jax_and_matches_the_reference_under_jit
     the elements the NumPy reference of the keyed draws keeps, and the layer keeps ~90%."""
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run(
-        [sys.executable, "-c", _JAX_SCRIPT.format(repo=repo)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    # Forked from tool_runs' JAX server: the script imports JAX and Keras on JAX, then bert_tf.
+    result = tool_runs.run(
+        [sys.executable, "-c", _JAX_SCRIPT.format(repo=repo)], env=env, timeout=600, server=tool_runs.JAX
     )
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])

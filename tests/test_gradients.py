@@ -8,7 +8,6 @@ the gradient of the whole loss, on TensorFlow and on JAX.
 import itertools
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertPretrainer, load_google_checkpoint, masked_lm_loss, next_sentence_loss
 from bert_tf.checkpoints import reference
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
@@ -157,15 +157,15 @@ print("GRADIENTS", json.dumps(found))
 
 
 def test_jax_gradients_under_jit(batch, finite_differences):
-    # A fresh process imports JAX and TensorFlow and compiles the gradient.
+    # A process of tool_runs' JAX server (JAX, Keras on JAX and bert_tf imported, as the script
+    # imports them first) compiles the gradient.
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    result = subprocess.run(
+    result = tool_runs.run(
         [sys.executable, "-c", _JAX_SCRIPT.format(repo=REPO), json.dumps(coordinates(batch))],
         env=env,
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
+        server=tool_runs.JAX,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.split("GRADIENTS")[-1])

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -27,6 +26,7 @@ from bert_tf.modeling.losses import sparse_softmax_cross_entropy
 from bert_tf.modeling.pooler import Pooler
 from bert_tf.modeling.transformer_layer import Intermediate, TransformerLayer
 from tests import model_fixtures as mf
+from tests import tool_runs
 from tests.op_trace import onednn_rewrites, op_types_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -620,13 +620,13 @@ print("WORST", worst)
 
 def test_same_outputs_on_the_jax_backend(fixtures_dir):
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    result = subprocess.run(
+    # Forked from tool_runs' JAX server: the script imports Keras on JAX, then bert_tf.
+    result = tool_runs.run(
         [sys.executable, "-c", _JAX_SCRIPT.format(repo=REPO)],
         env=env,
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
+        server=tool_runs.JAX,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     worst = float(result.stdout.split("WORST")[-1])

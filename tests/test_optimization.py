@@ -3,7 +3,6 @@ the plain Keras `optimizer.apply` path (TensorFlow in-process, JAX in a subproce
 
 import math
 import os
-import subprocess
 import sys
 
 import keras
@@ -12,6 +11,7 @@ import pytest
 
 from bert_tf.training.optimization import AdamWeightDecay, Lamb, WarmupPolynomialDecay, clip_by_global_norm
 from bert_tf.training.step import _xla_compiled_update
+from tests import tool_runs
 from tests import training_reference as ref
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,13 +167,13 @@ print("WORST", worst)
 
 
 def test_optimizers_on_the_jax_backend():
-    result = subprocess.run(
+    # Forked from tool_runs' JAX server: the script imports Keras on JAX, then bert_tf.
+    result = tool_runs.run(
         [sys.executable, "-c", _JAX_SCRIPT],
-        capture_output=True,
-        text=True,
         cwd=REPO,
         env=dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu"),
         timeout=300,
+        server=tool_runs.JAX,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert float(result.stdout.split("WORST")[-1]) <= 1e-6

@@ -19,6 +19,7 @@ import pytest
 
 from bert_tf.data import PretrainingDataOptions, create_pretraining_data, make_pretraining_dataset
 from tests import pretraining_fixtures as pf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(REPO, "tools", "create_pretraining_data.py")
@@ -221,19 +222,18 @@ def test_pipeline_options_reach_beam(fixtures_dir):
 
 
 def run_tool(tmp_path, *flags, prelude=None):
-    command = [sys.executable, TOOL] if prelude is None else [sys.executable, "-c", prelude, TOOL]
+    """A run of the tool, forked by `tool_runs`; with a `prelude` (`-c` code that runs the tool
+    after it), in a fresh interpreter: the prelude comes before the tool's imports."""
+    flags = [
+        f"--input_file={pf.SAMPLE_TEXT}",
+        f"--output_file={tmp_path / 'out'}",
+        f"--vocab_file={pf.VOCAB}",
+        *flags,
+    ]
+    if prelude is None:
+        return tool_runs.run([sys.executable, TOOL, *flags], cwd=REPO, timeout=300)
     return subprocess.run(
-        [
-            *command,
-            f"--input_file={pf.SAMPLE_TEXT}",
-            f"--output_file={tmp_path / 'out'}",
-            f"--vocab_file={pf.VOCAB}",
-            *flags,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-c", prelude, TOOL, *flags], cwd=REPO, capture_output=True, text=True, timeout=300
     )
 
 

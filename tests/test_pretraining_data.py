@@ -625,8 +625,9 @@ print(json.dumps({flag.name: [flag.default, flag.help] for flag in own}))
 
 def test_the_tools_flags_are_the_options_fields_declared_once():
     tool = os.path.join(REPO, "tools", "create_pretraining_data.py")
-    listed = subprocess.run(
-        [sys.executable, "-c", TOOL_FLAGS, tool], cwd=REPO, capture_output=True, text=True, timeout=300
+    # The tool's first import is bert_tf.cli: forked from tool_runs' server of the tools.
+    listed = tool_runs.run(
+        [sys.executable, "-c", TOOL_FLAGS, tool], cwd=REPO, timeout=300, server=tool_runs.TOOLS
     )
     assert listed.returncode == 0, listed.stderr[-2000:]
     fields = {field.name: field for field in dataclasses.fields(CreatePretrainingDataOptions)}

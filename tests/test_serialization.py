@@ -236,6 +236,9 @@ def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
 
 _LOAD_OLD_FILES = """
 import json, os, sys
+# Nothing of the tasks imported yet (a process forked by tool_runs has imported other modules).
+assert not [m for m in sys.modules if m.startswith(("bert_tf.tasks.classifier", "bert_tf.tasks.squad",
+                                                    "bert_tf.tasks.tagging"))]
 import keras
 import numpy as np
 import bert_tf.tasks.classifier, bert_tf.tasks.squad, bert_tf.tasks.tagging  # the packages only
@@ -257,16 +260,16 @@ def test_keras_files_saved_before_the_tasks_were_packages_still_load():
     """The fine-tuned models moved from `bert_tf.tasks.<job>` to `bert_tf.tasks.<job>.task`;
     importing the package registers each with Keras, as importing the module did."""
     import os
-    import subprocess
     import sys
 
+    from tests import tool_runs
+
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run(
+    result = tool_runs.run(
         [sys.executable, "-c", _LOAD_OLD_FILES, os.path.join(repo, "tests", "data", "keras_v0")],
-        capture_output=True,
-        text=True,
         cwd=repo,
         timeout=300,
+        server=tool_runs.TENSORFLOW,  # the script imports TensorFlow's Keras first
     )
     assert result.returncode == 0, result.stderr[-3000:]
     worst = json.loads(result.stdout.strip().splitlines()[-1])

@@ -143,12 +143,13 @@ def _server_for(command, cwd, env, server):
         server = TOOLS
     if command[1] == "-c" and len(command) < 3:
         return None
-    variables, _ = SERVERS[server]
-    if _import_time_environment(env) != _import_time_environment(dict(os.environ, **variables)):
+    started = _servers.get(server)
+    environment = dict(os.environ, **SERVERS[server][0]) if started is None else started.environment
+    if _import_time_environment(env) != _import_time_environment(environment):
         return None
-    if server not in _servers:
-        _servers[server] = _Server(server)
-    return None if _servers[server].busy else _servers[server]
+    if started is None:
+        started = _servers[server] = _Server(server)
+    return None if started.busy else started
 
 
 def _request(command, cwd, stdin, stdout, stderr, env, timeout):
