@@ -21,27 +21,21 @@ DEMO = os.path.join(REPO, "tools", "demo_data")
 CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} .*\.cc:\d+\]|absl::InitializeLog", re.MULTILINE)
 
 
-def run_tool(tmp_path, *flags, level=None, fork=False):
-    """A small create_pretraining_data run (TensorFlow is loaded to write the TFRecords): a real
-    process, whose start-up the tests check, or with `fork` one forked by `tool_runs`."""
+def run_tool(tmp_path, *flags, level=None):
+    """A small create_pretraining_data run (TensorFlow is loaded to write the TFRecords)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     if level is not None:
         env["TF_CPP_MIN_LOG_LEVEL"] = level
-    if fork:
-        return tool_runs.run(
-            [
-                sys.executable,
-                os.path.join(REPO, "tools", "create_pretraining_data.py"),
-                *_tool_flags(tmp_path, flags),
-            ],
-            cwd=REPO,
-            timeout=300,
-        )
     return subprocess.run(
         [
             sys.executable,
             os.path.join(REPO, "tools", "create_pretraining_data.py"),
-            *_tool_flags(tmp_path, flags),
+            f"--input_file={os.path.join(DEMO, 'sample_text.txt')}",
+            f"--output_file={tmp_path / 'out.tfrecord'}",
+            f"--vocab_file={os.path.join(REPO, 'tests', 'data', 'char_vocab.txt')}",
+            "--max_seq_length=16",
+            "--dupe_factor=1",
+            *flags,
         ],
         cwd=REPO,
         env=env,
@@ -51,34 +45,15 @@ def run_tool(tmp_path, *flags, level=None, fork=False):
     )
 
 
-def _tool_flags(tmp_path, flags):
-    return [
-        f"--input_file={os.path.join(DEMO, 'sample_text.txt')}",
-        f"--output_file={tmp_path / 'out.tfrecord'}",
-        f"--vocab_file={os.path.join(REPO, 'tests', 'data', 'char_vocab.txt')}",
-        "--max_seq_length=16",
-        "--dupe_factor=1",
-        *flags,
-    ]
-
-
 def _default_sigint():
     # A shell without job control starts a background command (`make test &`) with SIGINT
     # ignored, and Python keeps an inherited SIG_IGN: Ctrl-C's handling is the point here.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def fork_python(code, *args, timeout=300):
-    """`python -c code args...` in the repository, its output captured, forked by `tool_runs`
-    (`code` starts as a tool does, with `from bert_tf import cli`)."""
-    return tool_runs.run(
-        [sys.executable, "-c", code, *args], cwd=REPO, timeout=timeout, server=tool_runs.TOOLS
-    )
-
-
 def run_python(code, *args, timeout=300):
-    """`python -c code args...` in a fresh interpreter in the repository, its output captured,
-    SIGINT as a terminal's command gets it (Python's own handling of it is what is checked)."""
+    """`python -c code args...` in the repository, its output captured, SIGINT as a terminal's
+    command gets it."""
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=REPO,
@@ -141,7 +116,7 @@ def test_a_user_set_log_level_is_respected(tmp_path):
 
 
 def test_a_bad_flag_is_one_line_naming_it(tmp_path):
-    result = run_tool(tmp_path, "--num_workers=-1", fork=True)
+    result = run_tool(tmp_path, "--num_workers=-1")
     assert result.returncode == 2
     assert result.stderr == "error: --num_workers must be at least 0 (0: exact mode), got -1\n"
     assert os.listdir(tmp_path) == []
@@ -173,13 +148,13 @@ cli.run(main)
     ],
 )
 def test_file_and_network_errors_are_one_line(kind, line):
-    result = fork_python(FAILING_TOOL, kind, timeout=120)
+    result = run_python(FAILING_TOOL, kind, timeout=120)
     assert result.returncode == 1 and result.stderr.splitlines()[-1] == line
     assert "Traceback" not in result.stderr
 
 
 def test_other_tensorflow_errors_keep_their_traceback():
-    result = fork_python(FAILING_TOOL, "bug", timeout=120)
+    result = run_python(FAILING_TOOL, "bug", timeout=120)
     assert result.returncode == 1 and "Traceback" in result.stderr and "InvalidArgumentError" in result.stderr
 
 
@@ -200,11 +175,8 @@ cli.run(main)
 
 def test_sigterm_ends_a_tool_through_its_cleanup(tmp_path):
     path = tmp_path / "out.txt"
-    tool = tool_runs.start(
-        [sys.executable, "-c", SLOW_WRITER, str(path)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        server=tool_runs.TOOLS,
+    tool = subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
     assert tool.stdout.readline() == "writing\n"
     assert os.listdir(tmp_path) == [f"out.txt.tmp-{tool.pid}"]
@@ -451,9 +423,7 @@ def test_sigterm_and_sigint_end_a_tool_through_its_cleanup_without_a_traceback(s
         "        print('cleaned up', file=sys.stderr)\n"
         "cli.run(main)\n"
     )
-    # SIGTERM's handler is cli's: a fork shows it. SIGINT's is Python's own, set as the
-    # interpreter starts: a fresh one.
-    result = fork_python(script) if signum == signal.SIGTERM else run_python(script)
+    result = run_python(script)
     assert result.returncode == status, result.stderr[-2000:]
     assert line in result.stderr.splitlines() and "Traceback" not in result.stderr
 
