@@ -14,38 +14,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf import BertConfig
 from bert_tf.checkpoints import reference
-from bert_tf.tasks.pretraining.task import PretrainingTask
-from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.step import TrainStep
 from tests import model_fixtures as mf
-from tests.conftest import FIXTURES_DIR
-
-TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
-NSP_WEIGHTS = "cls/seq_relationship/output_weights"
-
-
-def _batch():
-    return dict(np.load(os.path.join(TRAIN, "batch.npz")))
+from tests import train_step_fixtures
+from tests.train_step_fixtures import NSP_WEIGHTS, TRAIN, default_three_steps
 
 
 @pytest.fixture(scope="module")
 def trained(fixtures_dir):
-    """Runs the three steps once; returns (task, optimizer, per-step records)."""
-    config = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
-    task = PretrainingTask(config)
-    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
-    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
-    step = TrainStep(task, optimizer, tf.distribute.get_strategy())
-    iterator = iter(tf.data.Dataset.from_tensors(_batch()).repeat())
-    records = []
-    for _ in range(3):
-        learning_rate = float(optimizer.learning_rate.numpy())
-        step.train(iterator, tf.constant(1))
-        records.append(dict(step.metrics.result(), learning_rate=learning_rate))
-        step.metrics.reset()
-    return task, optimizer, records
+    """The three steps (`tests.train_step_fixtures`, made once per process): (task, optimizer,
+    per-step records: metrics, the learning rate before the step, the NSP weights' slots after
+    it)."""
+    return default_three_steps()
 
 
 def test_learning_rates_losses_and_gradient_norms_per_step(trained):
@@ -97,17 +78,13 @@ def test_adam_slots_after_three_steps(trained):
             assert (np.abs(got - want) <= tolerance).all(), f"{variable.path}/{slot_name}"
 
 
-def test_nsp_weight_gradient_is_as_exact_as_the_originals(fixtures_dir):
+def test_nsp_weight_gradient_is_as_exact_as_the_originals(trained):
     """After step 1, adam_m = 0.1 * clipped gradient. Against that gradient in float64 (from
     the float64 reference's pooled output), bert_tf's error is no larger than twice the
     original's own."""
     config = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
-    batch = _batch()
-    task = PretrainingTask(config)
-    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
-    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
-    step = TrainStep(task, optimizer, tf.distribute.get_strategy())
-    step.train(iter(tf.data.Dataset.from_tensors(batch).repeat()), tf.constant(1))
+    batch = train_step_fixtures.batch()
+    _, _, records = trained
     with open(os.path.join(TRAIN, "train_log.json")) as f:
         norm = json.load(f)["steps"][0]["grad_global_norm_before_clip"]  # the clipping divisor
 
@@ -120,8 +97,7 @@ def test_nsp_weight_gradient_is_as_exact_as_the_originals(fixtures_dir):
     labels = np.eye(2)[batch["next_sentence_labels"].ravel()]
     exact_m = 0.1 * ((probabilities - labels).T @ pooled) / len(labels) / norm
 
-    variable = next(v for v in task.model.trainable_variables if v.path == NSP_WEIGHTS)
-    ours = optimizer.slots(variable)[0].numpy()
+    ours = records[0]["slots"][NSP_WEIGHTS][0]  # adam_m after step 1
     original = np.load(os.path.join(TRAIN, "per_step_small_variables.npz"))[f"step1/{NSP_WEIGHTS}/adam_m"]
     original_error = np.abs(original - exact_m).max()
     assert np.abs(ours - exact_m).max() <= 2 * original_error

@@ -389,19 +389,23 @@ def _nan_copy(source, target):
             writer.write(example.SerializeToString())
 
 
-def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workdir, caplog):
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workdir, uninterrupted, caplog):
     from bert_tf.training.loop import TrainingStopped
 
     data = workdir / "nan_data"
     data.mkdir()
-    shutil.copy(RECORDS, data / "data.tfrecord")
+    _nan_copy(RECORDS, data / "data.tfrecord")  # the same records, with NaN weights
+    # Resumed from the uninterrupted run's step 10 (its weights and slots; other input files,
+    # so the input starts afresh).
     output_dir = workdir / "nan"
-    _run_here(caplog, workdir, output_dir, 10, input_file=data / "data.tfrecord")
-    _nan_copy(RECORDS, data / "data.tfrecord")  # same file, same records, NaN weights
+    output_dir.mkdir()
+    for path in uninterrupted[0].glob("model.ckpt-10.*"):
+        shutil.copy(path, output_dir / path.name)
+    (output_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-10"\n')
     with pytest.raises(TrainingStopped) as stopped:
         _run_here(caplog, workdir, output_dir, 20, input_file=data / "data.tfrecord")
+    assert "Resuming from" in caplog.text and "model.ckpt-10 (step 10)" in caplog.text
     error = str(stopped.value)
-    # The restored shuffle buffer still holds clean records: NaN comes a few steps after 10.
     match = re.match(r"step (\d+): the loss or its gradient is NaN or infinite; training stopped", error)
     assert match and 10 < int(match.group(1)) <= 20, error  # the step as the progress lines count it
     assert "The latest checkpoint is " in error and error.split("The latest checkpoint is ")[1].startswith(
@@ -662,11 +666,13 @@ def test_a_bad_record_met_in_training_is_a_one_line_error_naming_file_and_record
         run_pretraining(_five_steps(workdir, tmp_path, input_file=f"{good},{bad}", num_train_steps=200))
 
 
-def test_evaluation_reads_a_glob_in_the_originals_order(workdir, tmp_path, monkeypatch):
-    """With --max_eval_steps the order of the files decides which records are scored: the
-    original's evaluation reads `tf.gfile.Glob`'s order (the filesystem's, not sorted)."""
+@pytest.fixture(scope="module")
+def lamb_run_on_a_glob(workdir, tmp_path_factory):
+    """Five --optimizer=lamb steps and an evaluation on a glob of five copies of the records:
+    `(output directory, the pattern, {is_training: files read, in order})`."""
     import bert_tf.data
 
+    tmp_path = tmp_path_factory.mktemp("lamb_glob")
     data = tmp_path / "data"
     data.mkdir()
     for name in ("b", "e", "a", "d", "c"):
@@ -679,8 +685,19 @@ def test_evaluation_reads_a_glob_in_the_originals_order(workdir, tmp_path, monke
         return make_dataset(files, *args, is_training=is_training, **kwargs)
 
     make_dataset = bert_tf.data.make_pretraining_dataset
-    monkeypatch.setattr(bert_tf.data, "make_pretraining_dataset", recording)
-    run_pretraining(_five_steps(workdir, tmp_path, input_file=pattern, num_train_steps=1, do_eval=True))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(bert_tf.data, "make_pretraining_dataset", recording)
+        options = _five_steps(
+            workdir, tmp_path, input_file=pattern, do_eval=True, optimizer="lamb", save_checkpoints_steps=5
+        )
+        run_pretraining(options)
+    return tmp_path / "out", pattern, read
+
+
+def test_evaluation_reads_a_glob_in_the_originals_order(lamb_run_on_a_glob):
+    """With --max_eval_steps the order of the files decides which records are scored: the
+    original's evaluation reads `tf.gfile.Glob`'s order (the filesystem's, not sorted)."""
+    _, pattern, read = lamb_run_on_a_glob
     assert read[False] == tf.io.gfile.glob(pattern)
     assert read[True] == sorted(read[False])  # every worker shards one list
 
@@ -732,10 +749,10 @@ def test_bad_input_from_the_tool_is_one_line(workdir, tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_optimizer_state_and_lamb_run(workdir, tmp_path, caplog):
+def test_optimizer_state_and_lamb_run(lamb_run_on_a_glob):
     """--optimizer=lamb trains and writes the same Google layout (slots under adam_m/adam_v)."""
-    _run_here(caplog, workdir, tmp_path / "lamb", 5, optimizer="lamb", save_checkpoints_steps=5)
-    names = tf.train.load_checkpoint(str(tmp_path / "lamb" / "model.ckpt-5")).get_variable_to_shape_map()
+    output_dir = lamb_run_on_a_glob[0]
+    names = tf.train.load_checkpoint(str(output_dir / "model.ckpt-5")).get_variable_to_shape_map()
     assert "bert/pooler/dense/kernel/adam_m" in names and "global_step" in names
 
 

@@ -38,10 +38,16 @@ def rows(batch, start, stop):
     return {k: v[start:stop] for k, v in batch.items()}
 
 
+_REFERENCE = []  # the model the reference's gradients come from, and its initial weights
+
+
 def reference_run(shards_per_step, per_shard_clip, num_steps=3):
-    task = PretrainingTask(CONFIG)
-    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
-    params = {v.path: v.numpy().astype(np.float64) for v in task.model.trainable_variables}
+    if not _REFERENCE:
+        task = PretrainingTask(CONFIG)
+        load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
+        _REFERENCE.extend([task, {v.path: v.numpy() for v in task.model.trainable_variables}])
+    task, initial = _REFERENCE
+    params = {path: value.astype(np.float64) for path, value in initial.items()}
     adam = ref.AdamWeightDecay(params)
     losses = []
     for step in range(num_steps):
@@ -71,8 +77,8 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
     + """
 from bert_tf.training.step import TrainStep
 strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
-results = {}
-for mode in sys.argv[1:]:
+reference_file, results = sys.argv[1], {}
+for mode in sys.argv[2:]:
     with strategy.scope():
         task = PretrainingTask(CONFIG)
         optimizer = create_optimizer("adamw", LR, STEPS, WARMUP)
@@ -86,6 +92,8 @@ for mode in sys.argv[1:]:
         step.metrics.reset()
     shards = [rows(BATCH, 0, 2), rows(BATCH, 2, 4)] if mode == "tpu_original" else [BATCH]
     params, ref_losses = reference_run(shards, per_shard_clip=mode == "tpu_original")
+    if mode == "global":  # one device's steps on the whole batch: the multi-worker test's too
+        np.savez(reference_file, **params)
     got = {v.path: v.numpy() for v in task.model.trainable_variables}
     results[mode] = {
         "replicas": strategy.num_replicas_in_sync,
@@ -116,9 +124,17 @@ MODES = ["global", "tpu_original"]
 
 
 @pytest.fixture(scope="module")
-def mirrored(fixtures_dir):
-    """`{mode: result}` of the mirrored script, both reductions in one process."""
-    return _run_script(_MIRRORED, *MODES)
+def mirrored_run(fixtures_dir, tmp_path_factory):
+    """`({mode: result}, reference file)` of the mirrored script, both reductions in one
+    process; the file holds the NumPy reference's weights after three steps of one device on
+    the whole batch."""
+    reference_file = str(tmp_path_factory.mktemp("reference") / "one_device.npz")
+    return _run_script(_MIRRORED, reference_file, *MODES), reference_file
+
+
+@pytest.fixture(scope="module")
+def mirrored(mirrored_run):
+    return mirrored_run[0]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -135,7 +151,7 @@ _WORKER = (
     + """
 from bert_tf.training import loop
 from bert_tf.training.distribution import create_distribution
-output_dir = sys.argv[1]
+output_dir, reference_file = sys.argv[1:3]
 distribution = create_distribution("multi_worker_mirrored")
 with distribution.strategy.scope():
     task = PretrainingTask(CONFIG)
@@ -152,7 +168,8 @@ result = {
                          for v in task.model.trainable_variables),
 }
 if distribution.is_chief:
-    params, _ = reference_run([BATCH], per_shard_clip=False)
+    params = dict(np.load(reference_file))  # reference_run([BATCH], per_shard_clip=False)'s
+    assert len(params) == len(task.model.trainable_variables)
     result["vs_reference"] = max(float(np.abs(reader.get_tensor(k) - p).max()) for k, p in params.items())
 print("RESULT", json.dumps(result))
 """
@@ -169,17 +186,18 @@ def _free_ports(count):
     return ports
 
 
-def test_multi_worker_mirrored_two_processes_equal_one_device(fixtures_dir, tmp_path):
+def test_multi_worker_mirrored_two_processes_equal_one_device(mirrored_run, tmp_path):
     """Two worker processes on localhost, each with half of the global batch: the chief's
-    checkpoint equals the NumPy reference of one device on the whole batch, and both workers
-    hold the weights it wrote."""
+    checkpoint equals the NumPy reference of one device on the whole batch (computed once, by
+    the mirrored script), and both workers hold the weights it wrote."""
+    reference_file = mirrored_run[1]
     cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
     processes = []
     for index in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-c", _WORKER, str(tmp_path)],
+                [sys.executable, "-c", _WORKER, str(tmp_path), reference_file],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,

@@ -8,37 +8,38 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf import BertConfig
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.transformer_layer import Intermediate
 from bert_tf.tasks.pretraining.task import PretrainingTask
 from bert_tf.training import checkpointing
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.step import DynamicLossScale, TrainStep
+from bert_tf.training.step import DynamicLossScale
 from tests import model_fixtures as mf
 from tests.conftest import FIXTURES_DIR
+from tests.train_step_fixtures import default_three_steps, three_steps
 
 TRAIN = os.path.join(FIXTURES_DIR, "google_tiny_train")
 
 
 def _three_steps(dtype=None, loss_scale=None, log=None, **step_args):
-    """Three steps on the fixture's batch from google_tiny: (task, optimizer, the losses); each
-    step's metrics are appended to `log` if given."""
-    config = BertConfig.from_json_file(os.path.join(TRAIN, "bert_config.json"))
-    task = PretrainingTask(config, dtype=dtype)
-    load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
-    optimizer = create_optimizer("adamw", 1e-4, num_train_steps=10, num_warmup_steps=2)
-    step = TrainStep(task, optimizer, tf.distribute.get_strategy(), loss_scale=loss_scale, **step_args)
-    batch = dict(np.load(os.path.join(TRAIN, "batch.npz")))
-    iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
-    losses = []
-    for _ in range(3):
-        step.train(iterator, tf.constant(1))
-        losses.append(step.metrics.result()["loss"])
-        if log is not None:
-            log.append(step.metrics.result())
-        step.metrics.reset()
-    return task, optimizer, losses
+    """Three steps on the fixture's batch from google_tiny (`tests.train_step_fixtures`): (task,
+    optimizer, the losses); each step's metrics are appended to `log` if given."""
+    task, optimizer, records = three_steps(dtype, loss_scale, **step_args)
+    return task, optimizer, _losses(records, log)
+
+
+def _losses(records, log=None):
+    if log is not None:
+        log.extend(records)
+    return [record["loss"] for record in records]
+
+
+@pytest.fixture(scope="module")
+def default_steps(fixtures_dir):
+    """The default step's three steps (compile_elementwise=True), shared: (task, optimizer,
+    records). The tests only read them."""
+    return default_three_steps()
 
 
 def _max_weight_difference(model):
@@ -64,11 +65,15 @@ def test_xla_step_reaches_the_originals_checkpoint(fixtures_dir):
 
 @pytest.mark.parametrize("compile_elementwise", [True, False])
 def test_step_reaches_the_originals_checkpoint_with_and_without_xla_elementwise_ops(
-    fixtures_dir, compile_elementwise
+    request, compile_elementwise
 ):
     """By default the step runs GELU's training form (and the update) XLA-compiled; either way
     it takes the original's three steps."""
-    task, _, losses = _three_steps(compile_elementwise=compile_elementwise)
+    if compile_elementwise:  # the default step's run, shared
+        task, _, records = request.getfixturevalue("default_steps")
+        losses = _losses(records)
+    else:
+        task, _, losses = _three_steps(compile_elementwise=False)
     assert _max_weight_difference(task.model) <= 1e-6
     assert losses == pytest.approx([11.098242, 11.098242, 10.987811], abs=1e-5)
     intermediates = [layer for layer in task.model._flatten_layers() if isinstance(layer, Intermediate)]
@@ -116,8 +121,8 @@ def test_overflowing_float16_step_is_skipped_not_applied(fixtures_dir):
     assert all(not optimizer.slots(v)[0].numpy().any() for v in task.model.trainable_variables)
 
 
-def test_an_interrupted_save_leaves_the_previous_checkpoint_latest(fixtures_dir, tmp_path, monkeypatch):
-    task, optimizer, _ = _three_steps()
+def test_an_interrupted_save_leaves_the_previous_checkpoint_latest(default_steps, tmp_path, monkeypatch):
+    task, optimizer, _ = default_steps
     saver = checkpointing.TrainingCheckpoints(str(tmp_path), task.model, optimizer)
     saver.save(3)
     monkeypatch.setattr(checkpointing, "write_checkpoint", _crashing_write)
@@ -144,10 +149,10 @@ def _crashing_write(prefix, named_tensors):
     raise KeyboardInterrupt("killed before the index")
 
 
-def test_training_checkpoints_round_trip_on_a_remote_filesystem(fixtures_dir):
+def test_training_checkpoints_round_trip_on_a_remote_filesystem(default_steps):
     """Save, name latest, keep the newest two and restore (weights, slots, step, input position)
     on TensorFlow's in-memory filesystem, the non-local code path gs:// takes."""
-    task, optimizer, _ = _three_steps()
+    task, optimizer, _ = default_steps
     directory = "ram://training_checkpoints"
     iterator = iter(tf.data.Dataset.range(100))
     saver = checkpointing.TrainingCheckpoints(directory, task.model, optimizer, 2, {"iterator": iterator})
