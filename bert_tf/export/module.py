@@ -322,14 +322,19 @@ class ExportModule(tf.Module):
         signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
         if self.tokenizer is not None:
-            signatures[TEXT_SIGNATURE] = _concrete(
-                self._serve_text, tf.TensorSpec([None], tf.string, name="text")
-            )
-            signatures[TEXT_PAIR_SIGNATURE] = _concrete(
+            text_pair = _concrete(
                 self._serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
             )
+
+            def serve_text(text):
+                """`text`: `text_pair` with every `text_b` empty, calling its function (traced
+                once, saved once)."""
+                return text_pair(text, tf.fill(tf.shape(text), ""))
+
+            signatures[TEXT_SIGNATURE] = _concrete(serve_text, tf.TensorSpec([None], tf.string, name="text"))
+            signatures[TEXT_PAIR_SIGNATURE] = text_pair
         if self._doc_stride is not None:
             signatures[TEXT_WINDOWED_SIGNATURE] = _concrete(
                 self._serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
@@ -390,9 +395,6 @@ class ExportModule(tf.Module):
                 )
             )
         return checks
-
-    def _serve_text(self, text):
-        return self._serve_text_pair(text, tf.fill(tf.shape(text), ""))
 
     def _serve_text_pair(self, text_a, text_b):
         same_size = tf.debugging.assert_equal(

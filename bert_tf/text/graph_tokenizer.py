@@ -145,7 +145,11 @@ class GraphTokenizer(tf.Module):
         self._ascii_wordpiece = wordpiece(max_bytes_per_word=_MAX_CHARS_PER_WORD, no_pretokenization=False)
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
-        self.tokenize = tf.function(self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        # Not converted by AutoGraph: they branch on Python values only, and a conversion costs
+        # more than the rest of a trace.
+        self.tokenize = tf.function(
+            self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+        )
         self.tokenize_with_offsets = tf.function(
             self._tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
         )
@@ -156,6 +160,7 @@ class GraphTokenizer(tf.Module):
                 tf.TensorSpec([None], tf.string),
                 tf.TensorSpec([], tf.int32),
             ],
+            autograph=False,
         )
 
     def _words(self, chunks):
