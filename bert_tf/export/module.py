@@ -180,6 +180,15 @@ def _concrete(fn, *specs, **named_specs):
     return tf.function(fn, autograph=False).get_concrete_function(*specs, **named_specs)
 
 
+def _traced_when_called(fn, *specs):
+    """`fn` as a `tf.function` of the given input specs, not traced yet: `tf.saved_model.save`
+    traces it, in the context where it also traces the tokenizer's functions it saves, so that
+    the signature's calls to them reuse those traces. (A `tf.function` traced in another context,
+    as `_concrete`'s before the save, calls tokenizer functions traced for that context, and the
+    save traces them once more.) Not converted by AutoGraph, as `_concrete`."""
+    return tf.function(fn, input_signature=specs, autograph=False)
+
+
 def _id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
 
@@ -318,20 +327,28 @@ class ExportModule(tf.Module):
             self.doc_stride = tf.Variable(doc_stride, trainable=False, name="doc_stride")
 
     def signatures(self):
-        """The concrete functions to save, by signature name."""
+        """The functions to save, by signature name: concrete functions, and the text
+        signatures as `tf.function`s traced when first called or saved (`_traced_when_called`)."""
         signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
         if self.tokenizer is not None:
-            signatures[TEXT_SIGNATURE] = _concrete(
-                self._serve_text, tf.TensorSpec([None], tf.string, name="text")
-            )
-            signatures[TEXT_PAIR_SIGNATURE] = _concrete(
+            text_pair = _traced_when_called(
                 self._serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
             )
+
+            def serve_text(text):
+                """`text`: `text_pair` with every `text_b` empty, calling its function (traced
+                once, saved once)."""
+                return text_pair(text, tf.fill(tf.shape(text), ""))
+
+            signatures[TEXT_SIGNATURE] = _traced_when_called(
+                serve_text, tf.TensorSpec([None], tf.string, name="text")
+            )
+            signatures[TEXT_PAIR_SIGNATURE] = text_pair
         if self._doc_stride is not None:
-            signatures[TEXT_WINDOWED_SIGNATURE] = _concrete(
+            signatures[TEXT_WINDOWED_SIGNATURE] = _traced_when_called(
                 self._serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
             )
         signatures[EXAMPLE_SIGNATURE] = _concrete(
@@ -390,9 +407,6 @@ class ExportModule(tf.Module):
                 )
             )
         return checks
-
-    def _serve_text(self, text):
-        return self._serve_text_pair(text, tf.fill(tf.shape(text), ""))
 
     def _serve_text_pair(self, text_a, text_b):
         same_size = tf.debugging.assert_equal(

@@ -145,7 +145,11 @@ class GraphTokenizer(tf.Module):
         self._ascii_wordpiece = wordpiece(max_bytes_per_word=_MAX_CHARS_PER_WORD, no_pretokenization=False)
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
-        self.tokenize = tf.function(self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        # Not converted by AutoGraph: they branch on Python values only, and a conversion costs
+        # more than the rest of a trace.
+        self.tokenize = tf.function(
+            self._tokenize, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+        )
         self.tokenize_with_offsets = tf.function(
             self._tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
         )
@@ -156,6 +160,7 @@ class GraphTokenizer(tf.Module):
                 tf.TensorSpec([None], tf.string),
                 tf.TensorSpec([], tf.int32),
             ],
+            autograph=False,
         )
 
     def _words(self, chunks):
@@ -334,13 +339,11 @@ def _pair_lengths(len_a, len_b, budget):
     return new_a, new_b
 
 
-def _truncate(ragged, lengths):
-    keep = tf.ragged.range(ragged.row_lengths()) < tf.expand_dims(lengths, 1)
-    return tf.ragged.boolean_mask(ragged, keep)
-
-
 def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None, offsets=None, pad_to_multiple=None):
     """Packs ragged id rows into padded model inputs, like `bert_tf.text.packing.pack_inputs`.
+
+    Each row is `[CLS] a [SEP] b [SEP]`, built directly at its positions of the padded [batch, seq]
+    tensors (a few dense ops, rather than ragged concatenations and their validation).
 
     Args:
       ids_a: Ragged int [batch, (tokens)].
@@ -361,10 +364,13 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None, offsets=N
       A dict of int32 [batch, seq] `input_ids`, `input_mask`, `segment_ids` (and int64
       `start_offsets`, `end_offsets` with `offsets`), seq `max_seq_length` or, with
       `pad_to_multiple`, the batch's.
+
+    Raises:
+      InvalidArgumentError: `max_seq_length` leaves no room for a pair's `[SEP]`s (below 3).
     """
     ids_a, ids_b = tf.cast(ids_a, tf.int32), tf.cast(ids_b, tf.int32)
     max_seq_length = tf.cast(max_seq_length, tf.int64)
-    len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+    len_a, len_b = tf.cast(ids_a.row_lengths(), tf.int64), tf.cast(ids_b.row_lengths(), tf.int64)
     has_b = len_b > 0
     if max_a is None:
         pair_a, pair_b = _pair_lengths(len_a, len_b, max_seq_length - 3)
@@ -373,48 +379,58 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, max_a=None, offsets=N
         pair_a, pair_b = len_a, tf.minimum(len_b, tf.maximum(max_seq_length - 3 - len_a, 0))
     new_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
     new_b = tf.where(has_b, pair_b, tf.zeros_like(len_b))
-
-    batch = tf.shape(len_a, out_type=tf.int64)[0]
-    ones = tf.ones([batch], tf.int64)
     # A pair whose `b` truncation left empty is a single sequence, as the original's `if tokens_b`
     # after `_truncate_seq_pair` (at max_seq_length 3 or 4); SQuAD's packing always closes its window.
     b_sep = tf.cast(new_b > 0 if max_a is None else has_b, tf.int64)
-
-    def constant_rows(value, lengths, dtype=tf.int32):
-        return tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(lengths)], tf.constant(value, dtype)), lengths
-        )
-
-    def packed(rows_a, rows_b, cls_value, sep_value):
-        """`[CLS] a [SEP] b [SEP]` of the truncated rows, with the given values at the specials."""
-        dtype = rows_a.dtype
-        return tf.concat(
-            [
-                constant_rows(cls_value, ones, dtype),
-                _truncate(rows_a, new_a),
-                constant_rows(sep_value, ones, dtype),
-                _truncate(rows_b, new_b),
-                constant_rows(sep_value, b_sep, dtype),
-            ],
-            axis=1,
-        )
-
-    input_ids = packed(ids_a, ids_b, cls_id, sep_id)
-    segment_ids = tf.concat([constant_rows(0, new_a + 2), constant_rows(1, new_b + b_sep)], axis=1)
-    lengths = input_ids.row_lengths()
+    segment_b = new_b + b_sep
+    fits = tf.debugging.assert_non_negative(
+        segment_b, message="max_seq_length leaves no room for the [SEP]s of a pair"
+    )
+    with tf.control_dependencies([fits]):
+        # The tokens of `a` and `b` taken (a negative length takes none).
+        taken_a = tf.maximum(new_a, 0)
+        taken_b = tf.maximum(new_b, 0)
+    sep_at = 1 + taken_a  # the first [SEP]
+    lengths = sep_at + 1 + taken_b + b_sep
     seq_length = max_seq_length
     if pad_to_multiple is not None:
         longest = tf.reduce_max(tf.concat([lengths, [1]], axis=0))
         seq_length = tf.minimum(-(-longest // pad_to_multiple) * pad_to_multiple, max_seq_length)
-    shape = tf.stack([batch, seq_length])
+    positions = tf.range(seq_length)[None, :]  # [1, seq], against [batch, 1] row by row
+    b_at = (sep_at + 1)[:, None]
+    in_a = (positions >= 1) & (positions < sep_at[:, None])
+    in_b = (positions >= b_at) & (positions < b_at + taken_b[:, None])
+    is_cls = tf.equal(positions, 0)
+    is_sep = tf.equal(positions, sep_at[:, None]) | (
+        tf.equal(positions, b_at + taken_b[:, None]) & (b_sep[:, None] > 0)
+    )
+    # Where each position's token is in `concat([a's values, b's values, [fill]])`.
+    starts_a = tf.cast(ids_a.row_starts(), tf.int64)[:, None]
+    starts_b = tf.cast(ids_b.row_starts(), tf.int64)[:, None]
+    size_a = tf.size(ids_a.flat_values, out_type=tf.int64)
+    fill_at = size_a + tf.size(ids_b.flat_values, out_type=tf.int64)
+    index = tf.where(
+        in_a, starts_a + positions - 1, tf.where(in_b, size_a + starts_b + positions - b_at, fill_at)
+    )
+
+    def packed(rows_a, rows_b, cls_value, sep_value, fill):
+        """`[CLS] a [SEP] b [SEP]` of the truncated rows, with the given values at the specials
+        and `fill` after them."""
+        dtype = rows_a.dtype
+        fill = tf.fill([1], tf.constant(fill, dtype))
+        values = tf.concat([rows_a.flat_values, rows_b.flat_values, fill], axis=0)
+        specials = tf.where(is_cls, tf.constant(cls_value, dtype), tf.constant(sep_value, dtype))
+        return tf.where(is_cls | is_sep, specials, tf.gather(values, index))
+
     inputs = {
-        "input_ids": input_ids.to_tensor(0, shape=shape),
+        "input_ids": packed(ids_a, ids_b, cls_id, sep_id, 0),
         "input_mask": tf.sequence_mask(lengths, seq_length, dtype=tf.int32),
-        "segment_ids": segment_ids.to_tensor(0, shape=shape),
+        "segment_ids": tf.cast(
+            (positions >= (new_a + 2)[:, None]) & (positions < (new_a + 2 + segment_b)[:, None]), tf.int32
+        ),
     }
     if offsets is not None:
         (starts_a, ends_a), (starts_b, ends_b) = offsets
         for name, rows_a, rows_b in (("start_offsets", starts_a, starts_b), ("end_offsets", ends_a, ends_b)):
-            rows = packed(tf.cast(rows_a, tf.int64), tf.cast(rows_b, tf.int64), -1, -1)
-            inputs[name] = rows.to_tensor(-1, shape=shape)
+            inputs[name] = packed(tf.cast(rows_a, tf.int64), tf.cast(rows_b, tf.int64), -1, -1, -1)
     return inputs
