@@ -134,10 +134,13 @@ _servers = {}
 
 
 @atexit.register
-def _end_servers():
-    """Ends the servers with this process and waits for them: their CPU, and that of the runs
-    they forked, counts in this process's children's (as `time make test` reports it)."""
-    for server in _servers.values():
+def end_servers():
+    """Ends the servers and waits for them: their CPU, and that of the runs they forked, counts
+    in this process's children's (as `time make test` reports it). Called at the end of the
+    pytest session (`tests/conftest.py`; an xdist worker still busy at its exit is interrupted)
+    and, for other users of this module, at exit."""
+    while _servers:
+        _, server = _servers.popitem()
         server.process.stdin.close()
         try:
             server.process.wait(timeout=60)
