@@ -1,7 +1,6 @@
 """Shared pytest set-up: the `slow` marker and the path to ../shared fixtures."""
 
 import os
-import sys
 
 import pytest
 
@@ -38,13 +37,6 @@ def pytest_collection_modifyitems(items):
     """The slowest files first (`SLOWEST_FILES`), the others after them in their own order."""
     rank = {name: position for position, name in enumerate(SLOWEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOWEST_FILES)))
-
-
-def pytest_sessionfinish(session):
-    """Ends `tests.tool_runs`' servers while the session still runs (its module doc)."""
-    tool_runs = sys.modules.get("tests.tool_runs")
-    if tool_runs is not None:
-        tool_runs.end_servers()
 
 
 @pytest.fixture(scope="session")

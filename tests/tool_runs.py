@@ -40,7 +40,6 @@ are plain subprocesses.
 """
 
 import ast
-import atexit
 import glob
 import importlib
 import json
@@ -131,22 +130,6 @@ class _Server:
 
 
 _servers = {}
-
-
-@atexit.register
-def end_servers():
-    """Ends the servers and waits for them: their CPU, and that of the runs they forked, counts
-    in this process's children's (as `time make test` reports it). Called at the end of the
-    pytest session (`tests/conftest.py`; an xdist worker still busy at its exit is interrupted)
-    and, for other users of this module, at exit."""
-    while _servers:
-        _, server = _servers.popitem()
-        server.process.stdin.close()
-        try:
-            server.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
 
 
 def _server_for(command, cwd, env, server):
