@@ -2,10 +2,9 @@
 own without paying for TensorFlow's import every time.
 
 `run([sys.executable, "tools/<tool>.py", *flags], ...)` takes `subprocess.run`'s arguments and
-returns its `CompletedProcess` (output captured as text); `start(...)` takes `subprocess.Popen`'s
-and returns a process with `pid`, `stdout` (a pipe, if asked), `poll`, `wait`, `send_signal`,
-`terminate` and `kill`. A run is forked from a server: a Python process of this pytest process
-that has imported what the script imports first (its preload) and then forks one child per run.
+returns its `CompletedProcess` (output captured as text). A run is forked from a server: a
+Python process of this pytest process that has imported what the script imports first (its
+preload) and then forks one child per run.
 The child takes the run's working directory, environment, argv and standard streams, writes
 what the preload wrote to stdout and stderr (TensorFlow's start-up lines), runs the script as
 `__main__` and exits as the script's own process would (its `sys.exit` status, a traceback and 1
@@ -29,14 +28,13 @@ What a fork cannot show is checked with real processes: the start-up itself (the
 prints while it loads, the log level a user sets, a process without bert_tf or TensorFlow, what
 `PYTHONHASHSEED` or the locale decide), Python's own signal handling (SIGINT's handler as a
 terminal's command gets it, a handler run inside a finalizer), and runs whose environment decides
-what gets imported (`KERAS_BACKEND`, `TF_*`, `PYTHON*`, ...) other than a server's: `run` and
-`start` start those as plain subprocesses, as they do a run with no server.
+what gets imported (`KERAS_BACKEND`, `TF_*`, `PYTHON*`, ...) other than a server's: `run`
+starts those as plain subprocesses, as it does a run with no server.
 
 A server forks before TensorFlow or JAX has run an op, while its only other threads are
 OpenBLAS's idle thread servers (OpenBLAS stops its threads around a fork); the children run every
 op. Each run is a fresh fork of the server, which runs nothing itself: no state passes from one
-run to the next. A server runs one child at a time: while a `start`ed process runs, other runs
-are plain subprocesses.
+run to the next. A server runs one child at a time.
 """
 
 import ast
@@ -44,7 +42,6 @@ import glob
 import importlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -96,7 +93,6 @@ class _Server:
     def __init__(self, name):
         variables, preload = SERVERS[name]
         self.environment = dict(os.environ, **variables)
-        self.busy = False
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (open while the server lives)
         self.process = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), json.dumps(preload())],
@@ -105,14 +101,11 @@ class _Server:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            bufsize=0,  # unbuffered replies: `select` sees each one
         )
         self.expect("ready")
 
-    def expect(self, what, timeout=None):
-        """The server's next reply, which must be `what`; None if none came within `timeout`."""
-        if timeout is not None and not select.select([self.process.stdout], [], [], timeout)[0]:
-            return None
+    def expect(self, what):
+        """The server's next reply, which must be `what`."""
         line = self.process.stdout.readline()
         if not line:
             self._stderr.seek(0)
@@ -123,7 +116,6 @@ class _Server:
 
     def fork(self, request):
         """Sends a run's request; returns the child's pid."""
-        self.busy = True
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
         return self.expect("started")["pid"]
@@ -149,7 +141,7 @@ def _server_for(command, cwd, env, server):
         return None
     if started is None:
         started = _servers[server] = _Server(server)
-    return None if started.busy else started
+    return started
 
 
 def _request(command, cwd, stdin, stdout, stderr, env, timeout):
@@ -183,10 +175,7 @@ def run(command, cwd=None, env=None, input=None, timeout=None, server=None):
         with open(paths["stdin"], "w", encoding="utf-8") as f:
             f.write(input or "")
         forker.fork(_request(command, cwd, paths["stdin"], paths["stdout"], paths["stderr"], env, timeout))
-        try:
-            status = forker.expect("exit")["status"]
-        finally:
-            forker.busy = False
+        status = forker.expect("exit")["status"]
         outputs = {}
         for name in ("stdout", "stderr"):
             with open(paths[name], encoding="utf-8", errors="replace") as f:
@@ -194,77 +183,6 @@ def run(command, cwd=None, env=None, input=None, timeout=None, server=None):
     if status is None:
         raise subprocess.TimeoutExpired(command, timeout, outputs["stdout"], outputs["stderr"])
     return subprocess.CompletedProcess(command, status, outputs["stdout"], outputs["stderr"])
-
-
-class ForkedProcess:
-    """A `start`ed run forked from a server: the part of `subprocess.Popen` the tests use."""
-
-    def __init__(self, command, cwd, env, stdout, server):
-        self.args = command
-        self.returncode = None
-        self._server = server
-        self._scratch = tempfile.TemporaryDirectory()  # removed when the run has ended
-        path = os.devnull
-        if stdout == subprocess.PIPE:
-            path = os.path.join(self._scratch.name, "stdout")
-            os.mkfifo(path)
-        self.pid = server.fork(_request(command, cwd, os.devnull, path, os.devnull, env, None))
-        # The child opens the FIFO's other end as it starts.
-        self.stdout = None if path == os.devnull else open(path, encoding="utf-8")  # noqa: SIM115
-
-    def poll(self):
-        return self.wait(timeout=0) if self.returncode is None else self.returncode
-
-    def wait(self, timeout=None):
-        """The exit status; `subprocess.TimeoutExpired` if the run has not ended within
-        `timeout` seconds (`poll`, with 0: None)."""
-        if self.returncode is None:
-            reply = self._server.expect("exit", timeout=timeout)
-            if reply is None:
-                if timeout == 0:
-                    return None
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            self.returncode = reply["status"]
-            self._server.busy = False
-            self._scratch.cleanup()
-        return self.returncode
-
-    def send_signal(self, signum):
-        if self.returncode is None:
-            os.kill(self.pid, signum)
-
-    def terminate(self):
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self):
-        self.send_signal(signal.SIGKILL)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.stdout is not None:
-            self.stdout.close()
-        self.wait()
-
-
-def start(command, cwd=None, env=None, stdout=None, server=None):
-    """`subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.DEVNULL,
-    text=True)` with stdin at /dev/null, forked from a server as `run` forks (a `ForkedProcess`),
-    else a `subprocess.Popen`. `stdout`: None (/dev/null) or `subprocess.PIPE`."""
-    env = dict(os.environ if env is None else env)
-    forker = _server_for(command, cwd, env, server)
-    if forker is None:
-        return subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL if stdout is None else stdout,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-    return ForkedProcess(command, cwd, env, stdout, forker)
 
 
 def _serve(preload):
