@@ -2,6 +2,7 @@
 transformers on CPU torch, and against `serving_default` fed ids padded to `--max_seq_length`.
 
   python benchmarks/serving_bench.py [--rounds=3] [--doc_stride=96] [--long_texts=8] [--offsets]
+                                     [--breakdown]
 
 One BERT-base model (random weights, BERT's uncased vocabulary) is written once as a Google
 checkpoint, exported by `export_bert` with `--doc_stride` and converted for transformers by
@@ -25,6 +26,13 @@ Texts: short ones are runs of 5-20 consecutive words of tools/demo_data/sample_t
 median of the calls after two untimed ones (at least `MIN_CALLS` calls and `MIN_SECONDS` seconds);
 long texts, whose calls take seconds, after one untimed call, the median of `LONG_CALLS`.
 
+`--breakdown` also times, for the short texts, where each system's time goes: its model alone on the
+ids the `text` signature packs (padded to the request, rounded up to a multiple of 8; the same
+arrays in both systems; bert_tf's also on the longest row's length, as transformers pads), the rest
+of a call (tokenizing, packing, the signature's own ops) as the difference, and the float32 matmuls
+of one layer at those shapes (`tf.matmul` against `torch.matmul`), the model's work that padding to
+the request cannot shrink further. `--long_texts=0` leaves the long texts out.
+
 `--offsets` also times, in a fresh process, `GraphTokenizer.tokenize` against
 `tokenize_with_offsets` (the path of the `--text_tokens` exports and of `text_windowed`) on the
 same texts.
@@ -46,6 +54,7 @@ DATA = os.path.join(REPO, "tools", "demo_data")
 BASE = {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072}
 SHORT_BATCHES = (1, 32)
 MIN_CALLS, MIN_SECONDS, LONG_CALLS = 3, 3.0, 2
+ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def make_texts(num_long, seed=0):
@@ -67,7 +76,8 @@ def make_texts(num_long, seed=0):
         return " ".join(text[:wanted])
 
     texts = {f"short_b{batch}": [short() for _ in range(batch)] for batch in SHORT_BATCHES}
-    texts[f"long_b{num_long}"] = [long() for _ in range(num_long)]
+    if num_long:
+        texts[f"long_b{num_long}"] = [long() for _ in range(num_long)]
     return texts
 
 
@@ -82,6 +92,19 @@ def per_call(function, warmup=2, calls=MIN_CALLS):
         function()
         times.append(time.perf_counter() - begin)
     return statistics.median(times)
+
+
+def layer_matmuls(rows, hidden=768, intermediate=3072):
+    """(m, k, n) of one encoder layer's dense matmuls on `rows` token rows: query, key, value and
+    the attention output (m x hidden x hidden, 4 of them), intermediate, output."""
+    return [(rows, hidden, hidden)] * 4 + [(rows, hidden, intermediate), (rows, intermediate, hidden)]
+
+
+def matmul_seconds(matmul, shapes, make):
+    """Median seconds of the matmuls of `shapes` run one after the other; `make(shape)` gives a
+    random float32 operand of that shape."""
+    operands = [(make((m, k)), make((k, n))) for m, k, n in shapes]
+    return per_call(lambda: [matmul(a, b) for a, b in operands], calls=20)
 
 
 def setup_worker(work_dir, max_seq_length, doc_stride):
@@ -121,8 +144,16 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
     fixed = {}
     for case in texts:
         if case.startswith("short"):
-            rows = [pack_inputs(tokenizer.tokenize(t), None, max_seq_length, tokenizer) for t in texts[case]]
-            fixed[case] = {k: [row[k] for row in rows] for k in ("input_ids", "input_mask", "segment_ids")}
+            tokens = [tokenizer.tokenize(t) for t in texts[case]]
+            # The `text` signature's length: the longest packed row, rounded up to a multiple of 8.
+            longest = min(max_seq_length, max(map(len, tokens)) + 2)
+            request = min(max_seq_length, -(-longest // 8) * 8)
+            lengths = {case: max_seq_length, f"{case}/request": request, f"{case}/longest": longest}
+            for name, length in lengths.items():
+                rows = [pack_inputs(t, None, length, tokenizer) for t in tokens]
+                fixed[name] = {
+                    k: [row[k] for row in rows] for k in ("input_ids", "input_mask", "segment_ids")
+                }
     with open(os.path.join(work_dir, "fixed.json"), "w") as f:
         json.dump(fixed, f)
     tokens = {case: [len(tokenizer.tokenize(t)) for t in batch] for case, batch in texts.items()}
@@ -136,9 +167,10 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
     }
 
 
-def bert_tf_worker(work_dir, export_dir):
+def bert_tf_worker(work_dir, export_dir, breakdown):
     """Seconds per call of `text`, `text_windowed` and the fixed-length `serving_default`,
-    in a process that imports no bert_tf, as TF Serving loads the export."""
+    in a process that imports no bert_tf, as TF Serving loads the export; with `breakdown`, also
+    of `serving_default` on the ids `text` packs and of one layer's matmuls at those shapes."""
     sys.modules["bert_tf"] = None
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the text signatures' ops)
@@ -157,6 +189,17 @@ def bert_tf_worker(work_dir, export_dir):
             ids = {k: tf.constant(v, tf.int32) for k, v in fixed[case].items()}
             default = loaded.signatures["serving_default"]
             seconds[f"{case}/fixed"] = per_call(lambda default=default, ids=ids: default(**ids))
+            if breakdown:
+                ids = {k: tf.constant(v, tf.int32) for k, v in fixed[f"{case}/request"].items()}
+                seconds[f"{case}/bert_tf model"] = per_call(lambda default=default, ids=ids: default(**ids))
+                longest = {k: tf.constant(v, tf.int32) for k, v in fixed[f"{case}/longest"].items()}
+                seconds[f"{case}/bert_tf model, longest"] = per_call(
+                    lambda default=default, ids=longest: default(**ids)
+                )
+                shapes = layer_matmuls(ids["input_ids"].shape[0] * ids["input_ids"].shape[1])
+                seconds[f"{case}/bert_tf matmuls"] = matmul_seconds(
+                    lambda a, b: tf.matmul(a, b).numpy(), shapes, lambda s: tf.random.normal(s)
+                )
         else:
             windowed = loaded.signatures["text_windowed"]
             seconds[f"{case}/bert_tf"] = per_call(
@@ -165,8 +208,10 @@ def bert_tf_worker(work_dir, export_dir):
     return {"seconds": seconds}
 
 
-def hf_worker(work_dir, max_seq_length, doc_stride):
-    """Seconds per call of transformers' fast tokenizer and `BertModel` on the same texts."""
+def hf_worker(work_dir, max_seq_length, doc_stride, breakdown):
+    """Seconds per call of transformers' fast tokenizer and `BertModel` on the same texts; with
+    `breakdown`, also of `BertModel` alone on the ids bert_tf's `text` packs and of one layer's
+    matmuls at those shapes."""
     import torch
     import transformers
 
@@ -175,6 +220,8 @@ def hf_worker(work_dir, max_seq_length, doc_stride):
     model = transformers.BertModel.from_pretrained(hf_dir, attn_implementation="sdpa").eval()
     with open(os.path.join(work_dir, "texts.json")) as f:
         texts = json.load(f)
+    with open(os.path.join(work_dir, "fixed.json")) as f:
+        fixed = json.load(f)
     overlap = max_seq_length - 2 - doc_stride
     seconds, windows = {}, {}
     for case, batch in texts.items():
@@ -200,6 +247,22 @@ def hf_worker(work_dir, max_seq_length, doc_stride):
             call, warmup=1 if long else 2, calls=LONG_CALLS if long else MIN_CALLS
         )
         windows[case] = int(call().shape[0])
+        if breakdown and not long:
+            request = fixed[f"{case}/request"]
+            inputs = {
+                "input_ids": torch.tensor(request["input_ids"]),
+                "attention_mask": torch.tensor(request["input_mask"]),
+                "token_type_ids": torch.tensor(request["segment_ids"]),
+            }
+
+            def model_alone(inputs=inputs):
+                with torch.inference_mode():
+                    return model(**inputs).last_hidden_state
+
+            seconds[f"{case}/transformers model"] = per_call(model_alone)
+            shapes = layer_matmuls(inputs["input_ids"].numel())
+            with torch.inference_mode():
+                seconds[f"{case}/transformers matmuls"] = matmul_seconds(torch.matmul, shapes, torch.randn)
     return {"seconds": seconds, "windows": windows}
 
 
@@ -233,6 +296,11 @@ def main():
     parser.add_argument("--long_texts", type=int, default=8)
     parser.add_argument("--offsets", action="store_true", help="Also time the graph tokenizer's offsets.")
     parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="Also time, for short texts, each system's model alone and one layer's matmuls.",
+    )
+    parser.add_argument(
         "--work_dir", default=None, help="Where to write the model (default: a temporary one)."
     )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -242,8 +310,8 @@ def main():
         work_dir = args.worker_args[0]
         result = {
             "setup": lambda: setup_worker(work_dir, args.max_seq_length, args.doc_stride),
-            "bert_tf": lambda: bert_tf_worker(work_dir, args.worker_args[1]),
-            "transformers": lambda: hf_worker(work_dir, args.max_seq_length, args.doc_stride),
+            "bert_tf": lambda: bert_tf_worker(work_dir, args.worker_args[1], args.breakdown),
+            "transformers": lambda: hf_worker(work_dir, args.max_seq_length, args.doc_stride, args.breakdown),
             "offsets": lambda: offsets_worker(work_dir),
         }[args.worker]()
         print("RESULT " + json.dumps(result))
@@ -251,6 +319,7 @@ def main():
 
     script = os.path.abspath(__file__)
     lengths = [f"--max_seq_length={args.max_seq_length}", f"--doc_stride={args.doc_stride}"]
+    lengths += ["--breakdown"] if args.breakdown else []
     with tempfile.TemporaryDirectory(dir=args.work_dir) as work_dir:
         texts = make_texts(args.long_texts)
         with open(os.path.join(work_dir, "texts.json"), "w") as f:
@@ -290,6 +359,23 @@ def main():
             print(
                 f"{label} vs transformers: {median[case + '/transformers'] / median[case + '/bert_tf']:.2f}x"
             )
+            if args.breakdown and case.startswith("short"):
+                part = {k.split("/")[1]: v for k, v in median.items() if k.startswith(case + "/")}
+                for system in ("bert_tf", "transformers"):
+                    print(
+                        f"{label} {system}: model {part[system + ' model'] * 1000:.1f} ms, the rest "
+                        f"{(part[system] - part[system + ' model']) * 1000:.1f} ms; one layer's "
+                        f"matmuls {part[system + ' matmuls'] * 1000:.2f} ms"
+                    )
+                print(
+                    f"{label} bert_tf model on the longest row's length (no rounding to 8): "
+                    f"{part['bert_tf model, longest'] * 1000:.1f} ms"
+                )
+                print(
+                    f"{label} model alone vs transformers: "
+                    f"{part['transformers model'] / part['bert_tf model']:.2f}x; matmuls: "
+                    f"{part['transformers matmuls'] / part['bert_tf matmuls']:.2f}x"
+                )
         if args.offsets:
             result = run_in_fresh_process(script, "offsets", work_dir)
             for case, times in result.items():
