@@ -1,8 +1,16 @@
-"""Shared pytest set-up: the `slow` marker and the path to ../shared fixtures."""
+"""Shared pytest set-up: the `slow` marker, the path to ../shared fixtures, and the start-up of
+the suite's processes (tests/site/sitecustomize.py)."""
 
 import os
+import runpy
 
 import pytest
+
+# Every process the suite starts runs tests/site/sitecustomize.py first; this one runs it now,
+# before anything imports TensorFlow.
+SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH")) if p)
+runpy.run_path(os.path.join(SITE_DIR, "sitecustomize.py"))
 
 SHARED_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 FIXTURES_DIR = os.path.join(SHARED_DIR, "fixtures")
