@@ -25,6 +25,7 @@ for outputs given per token.
 """
 
 import dataclasses
+import inspect
 import logging
 
 import keras
@@ -189,6 +190,21 @@ def _traced_when_called(fn, *specs):
     return tf.function(fn, input_signature=specs, autograph=False)
 
 
+def _traced_when_called_by_name(fn, specs):
+    """`_traced_when_called` for a `fn(**inputs)` of the inputs `specs` names (name -> spec): a
+    function of one argument per input, named as its spec (a signature's input names)."""
+    names = list(specs)
+
+    def call(*args, **kwargs):
+        return fn(**dict(zip(names, args, strict=False)), **kwargs)
+
+    call.__name__ = fn.__name__
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    )
+    return tf.function(call, input_signature=[specs[name] for name in names], autograph=False)
+
+
 def _id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
 
@@ -327,13 +343,29 @@ class ExportModule(tf.Module):
             self.doc_stride = tf.Variable(doc_stride, trainable=False, name="doc_stride")
 
     def signatures(self):
-        """The functions to save, by signature name: concrete functions, and the text
-        signatures as `tf.function`s traced when first called or saved (`_traced_when_called`)."""
-        signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
+        """The functions to save, by signature name: `tf.function`s traced when first called or
+        saved (`_traced_when_called`), and `tf_example`'s concrete function.
+
+        The signatures that run the served model on [batch, seq] ids (`serving_default` and the
+        text signatures) call it through one function of those ids, traced once and saved
+        once; `tf_example`, whose ids are [batch, max_seq_length], runs the model itself (its
+        outputs keep that length in their shapes), as does each extra signature."""
+
+        def run_model(inputs):
+            """The served model on the three id tensors."""
+            return self._served(inputs)
+
+        model = _traced_when_called(run_model, _id_specs())
+        shared = None if self._served.extra_inputs else model  # (it takes the three ids only)
+        signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served, shared)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
         if self.tokenizer is not None:
+
+            def serve_text_pair(text_a, text_b):
+                return self._serve_text_pair(text_a, text_b, model)
+
             text_pair = _traced_when_called(
-                self._serve_text_pair,
+                serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
             )
@@ -348,15 +380,22 @@ class ExportModule(tf.Module):
             )
             signatures[TEXT_PAIR_SIGNATURE] = text_pair
         if self._doc_stride is not None:
+
+            def serve_text_windowed(text):
+                return self._serve_text_windowed(text, model)
+
             signatures[TEXT_WINDOWED_SIGNATURE] = _traced_when_called(
-                self._serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
+                serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
             )
         signatures[EXAMPLE_SIGNATURE] = _concrete(
             self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
         )
         return signatures
 
-    def _ids_signature(self, served):
+    def _ids_signature(self, served, model=None):
+        """The signature taking `served`'s inputs directly; it runs `served` by `model` (a
+        function of the three ids), if given."""
+
         def serve(**inputs):
             rows, length = tf.unstack(tf.shape(inputs["input_ids"]))
             checks = [
@@ -387,11 +426,11 @@ class ExportModule(tf.Module):
             inputs = after_checks(inputs, [*checks, *self._id_checks(inputs)])
             # A batch of 0 rows may come with 0 columns, where the pooler reads column 0.
             padding = [[0, 0], [0, tf.maximum(1 - length, 0)]]
-            return served(
+            return (model or served)(
                 {name: tf.pad(x, padding) if name in ID_INPUTS else x for name, x in inputs.items()}
             )
 
-        return _concrete(serve, **_id_specs(), **served.extra_inputs)
+        return _traced_when_called_by_name(serve, {**_id_specs(), **served.extra_inputs})
 
     def _id_checks(self, inputs):
         """The assertions that the ids in `inputs` have rows in the embedding tables."""
@@ -408,7 +447,7 @@ class ExportModule(tf.Module):
             )
         return checks
 
-    def _serve_text_pair(self, text_a, text_b):
+    def _serve_text_pair(self, text_a, text_b, model):
         same_size = tf.debugging.assert_equal(
             tf.size(text_a), tf.size(text_b), message="text_a and text_b hold different numbers of texts"
         )
@@ -432,7 +471,7 @@ class ExportModule(tf.Module):
             offsets=offsets,
             pad_to_multiple=REQUEST_PADDING,
         )
-        outputs = self._served({name: packed[name] for name in ID_INPUTS})
+        outputs = model({name: packed[name] for name in ID_INPUTS})
         if self._text_tokens:
             tokens = self.tokenizer.id_tokens(packed["input_ids"])
             outputs[TOKENS_OUTPUT] = tf.where(packed["input_mask"] > 0, tokens, "")
@@ -440,7 +479,7 @@ class ExportModule(tf.Module):
                 outputs[name] = packed[name]
         return outputs
 
-    def _serve_text_windowed(self, text):
+    def _serve_text_windowed(self, text, model):
         """`text_windowed`: each text cut into windows, the request's windows run as one batch,
         the outputs put back together per text (`ExportModule`'s `doc_stride`).
 
@@ -471,7 +510,10 @@ class ExportModule(tf.Module):
             tokenizer.sep_id,
             pad_to_multiple=REQUEST_PADDING,
         )
-        window_outputs = windowed.model({name: packed[name] for name in ID_INPUTS})
+        # The served model's outputs, those of `windowed.model` among them (the served
+        # model's NamedLabels output, if any, is left out).
+        window_outputs = model({name: packed[name] for name in ID_INPUTS})
+        window_outputs = {name: window_outputs[name] for name in windowed.model.output_names}
         outputs = {}
         for name in windowed.pooled_outputs:
             per_text = tf.RaggedTensor.from_row_splits(
