@@ -6,8 +6,9 @@ bodies, and its outputs are compared with the original's reference outputs, with
 `serving_default` on `FullTokenizer`'s ids, or with the float64 NumPy reference. Run with `-s` to
 see the max abs difference of each comparison.
 
-The module makes four exports (one through the tool), and runs two fresh client processes and
-three failing tool runs.
+One fresh client process answers the requests of two exports: first those of an export without
+the text signatures, before it imports tensorflow-text; then it runs `saved_model_cli show` on the
+moved export, and answers that export's requests. The tools run forked (`tests/tool_runs.py`).
 """
 
 import base64
@@ -104,51 +105,80 @@ def rest_columns(body, input_names):
     return {name: decode(inputs)}
 
 
-# Run as a file in a fresh interpreter: argv = export dir, requests JSON, outputs .npz,
-# "text" or "no-text". The requests are {name: REST body}; the outputs `<name>/<output>`.
+# Run as a file in a fresh interpreter: argv = a plan (JSON), the outputs (.npz). The plan's
+# parts run in this order, each optional: "no_text", an export and its requests answered before
+# tensorflow-text is imported (output keys `no_text:<name>/<output>`, `no_text:modules`, ...);
+# "saved_model_cli", a directory TensorFlow's `saved_model_cli show --all --dir` lists, still
+# without tensorflow-text (`saved_model_cli:status`, `saved_model_cli:stdout`); "text", an export
+# and its requests answered with tensorflow-text (keys `<name>/<output>`, `modules`, ...).
+# Requests are {name: REST body}.
 _CLIENT = """
 import base64
+import contextlib
+import io
 import json
 import sys
 
-sys.modules["bert_tf"] = None  # importing bert_tf fails here: the export must not need it
+sys.modules["bert_tf"] = None  # importing bert_tf fails here: the exports must not need it
 import numpy as np
 import tensorflow as tf
 
-if sys.argv[4] == "text":
-    import tensorflow_text  # noqa: F401 (registers the ops of the text signatures)
-
 {rest_columns}
 
-export_dir, requests_file, outputs_file = sys.argv[1:4]
-loaded = tf.saved_model.load(export_dir)
-with open(requests_file) as f:
-    requests = json.load(f)
+
+def answer(part, prefix, results):
+    loaded = tf.saved_model.load(part["export"])
+    for name, body in part["requests"].items():
+        signature = loaded.signatures[body.get("signature_name", "serving_default")]
+        specs = signature.structured_input_signature[1]
+        columns = rest_columns(body, sorted(specs))
+        outputs = signature(**{{k: tf.constant(v, dtype=specs[k].dtype) for k, v in columns.items()}})
+        results.update({{f"{{prefix}}{{name}}/{{k}}": v.numpy() for k, v in outputs.items()}})
+    results[prefix + "vocab_file"] = np.array(loaded.vocab_file.asset_path.numpy().decode())
+    results[prefix + "do_lower_case"] = loaded.do_lower_case.numpy()
+    results[prefix + "max_seq_length"] = loaded.max_seq_length.numpy()
+    imported = {{name.split(".")[0] for name, module in sys.modules.items() if module is not None}}
+    results[prefix + "modules"] = np.array(sorted(imported & {{"bert_tf", "tensorflow_text"}}), dtype=str)
+
+
+plan_file, outputs_file = sys.argv[1:3]
+with open(plan_file) as f:
+    plan = json.load(f)
 results = {{}}
-for name, body in requests.items():
-    signature = loaded.signatures[body.get("signature_name", "serving_default")]
-    specs = signature.structured_input_signature[1]
-    columns = rest_columns(body, sorted(specs))
-    outputs = signature(**{{k: tf.constant(v, dtype=specs[k].dtype) for k, v in columns.items()}})
-    results.update({{f"{{name}}/{{k}}": v.numpy() for k, v in outputs.items()}})
-results["vocab_file"] = np.array(loaded.vocab_file.asset_path.numpy().decode())
-results["do_lower_case"] = loaded.do_lower_case.numpy()
-results["max_seq_length"] = loaded.max_seq_length.numpy()
-imported = {{name.split(".")[0] for name, module in sys.modules.items() if module is not None}}
-results["modules"] = np.array(sorted(imported & {{"bert_tf", "tensorflow_text"}}), dtype=str)
+if "no_text" in plan:
+    answer(plan["no_text"], "no_text:", results)
+if "saved_model_cli" in plan:  # what the `saved_model_cli` console script runs
+    from tensorflow.python.tools.saved_model_cli import main
+
+    sys.argv = ["saved_model_cli", "show", "--all", "--dir", plan["saved_model_cli"]]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        try:
+            status = main()
+        except SystemExit as exit:
+            status = exit.code
+    results["saved_model_cli:status"] = np.array(status or 0)
+    results["saved_model_cli:stdout"] = np.array(printed.getvalue())
+if "text" in plan:
+    import tensorflow_text  # noqa: F401 (registers the ops of the text signatures)
+
+    answer(plan["text"], "", results)
 np.savez(outputs_file, **results)
 """
 
 
-def call_in_fresh_process(export_path, requests, tmp_path, with_text=True):
-    """Answers `requests` ({name: REST body}) from a new interpreter that has no bert_tf."""
+def call_in_fresh_process(plan, tmp_path):
+    """Runs `plan` (see `_CLIENT`) in a new interpreter that has no bert_tf; returns its outputs."""
     client = tmp_path / "client.py"
     client.write_text(_CLIENT.format(rest_columns=inspect.getsource(rest_columns)))
-    requests_file, outputs_file = tmp_path / "requests.json", tmp_path / "outputs.npz"
-    requests_file.write_text(json.dumps(requests))
-    args = [str(export_path), str(requests_file), str(outputs_file), "text" if with_text else "no-text"]
+    plan_file, outputs_file = tmp_path / "plan.json", tmp_path / "outputs.npz"
+    plan_file.write_text(json.dumps(plan))
     result = subprocess.run(
-        [sys.executable, str(client), *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        [sys.executable, str(client), str(plan_file), str(outputs_file)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     with np.load(outputs_file) as data:
@@ -280,9 +310,36 @@ def requests(batches, tokenizer):
 
 
 @pytest.fixture(scope="module")
-def served(moved_export, requests, tmp_path_factory):
-    """The outputs of every request, computed in a fresh process from the moved export."""
-    return call_in_fresh_process(moved_export / "1", requests, tmp_path_factory.mktemp("client"))
+def keras_export(moved_export, tmp_path_factory):
+    """google_tiny saved as a .keras file and exported without the text signatures to the next
+    version beside a copy of the moved export: (base directory, `export_bert`'s path and report)."""
+    tmp_path = tmp_path_factory.mktemp("keras")
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    model.save(tmp_path / "bert.keras")
+    base = tmp_path / "bert"
+    shutil.copytree(moved_export / "1", base / "1")
+    path, load_report = export_bert(
+        str(tmp_path / "bert.keras"), None, VOCAB, True, MAX_SEQ_LENGTH, str(base), text_signatures=False
+    )
+    return base, path, load_report
+
+
+@pytest.fixture(scope="module")
+def served(moved_export, keras_export, requests, batches, tmp_path_factory):
+    """The outputs of every request, computed in one fresh process (`_CLIENT`): the reference
+    batches through the .keras file's export before tensorflow-text is imported (`no_text:`
+    keys), `saved_model_cli show --all` of the moved export, then every request of `requests`
+    from the moved export."""
+    keras_requests = {
+        key: columnar("serving_default", **{k: batches[key][k] for k in ID_INPUTS}) for key in mf.BATCHES
+    }
+    plan = {
+        "no_text": {"export": keras_export[1], "requests": keras_requests},
+        "saved_model_cli": str(moved_export / "1"),
+        "text": {"export": str(moved_export / "1"), "requests": requests},
+    }
+    return call_in_fresh_process(plan, tmp_path_factory.mktemp("client"))
 
 
 def test_the_fresh_process_has_no_bert_tf_and_finds_the_moved_vocab(served, moved_export):
@@ -354,13 +411,12 @@ def test_tf_example_equals_serving_default(served, batches):
     assert max_diff(served["examples/pooled_output"], want) <= 1e-5
 
 
-def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(moved_export):
+def test_ids_outside_the_tables_are_errors_and_an_empty_batch_is_served(opened, moved_export):
     """What a server may be sent: a negative id would read a row from the table's end, an int64
     id past 2^32 would wrap into range, a masked position past its sequence another example's
     token; each is refused with a message naming the input."""
-    import tensorflow_text  # noqa: F401 (the text signatures' ops)
-
-    loaded = tf.saved_model.load(str(moved_export / "1"))
+    path, loaded = opened  # the moved export, loaded with tensorflow-text's ops
+    assert path == str(moved_export / "1")
     ids = loaded.signatures["serving_default"]
 
     def inputs(input_id=1000, segment_id=0, rows=2, seq=8):
@@ -448,15 +504,13 @@ def _readme_signature_table():
     return rows
 
 
-def test_saved_model_cli_lists_the_documented_signatures(moved_export):
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run(
-        [cli, "show", "--all", "--dir", str(moved_export / "1")], capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_saved_model_cli_lists_the_documented_signatures(served):
+    # Run in the fresh process, before tensorflow-text is imported there (as a shell runs it).
+    assert int(served["saved_model_cli:status"]) == 0
+    stdout = str(served["saved_model_cli:stdout"])
     dtypes = {"DT_INT32": "int32", "DT_FLOAT": "float32", "DT_STRING": "string"}
     listed = set()
-    for block in result.stdout.split("signature_def[")[1:]:
+    for block in stdout.split("signature_def[")[1:]:
         signature = re.match(r"'(\w+)'", block).group(1)
         if signature == "__saved_model_init_op":  # the asset's initializer, not a serving signature
             continue
@@ -532,28 +586,17 @@ def test_tool_exports_a_training_checkpoint_over_an_existing_version(moved_expor
     assert max_diff(got["pooled_output"], batch["pooled_output"]) > 1e-3
 
 
-def test_keras_file_exports_to_the_next_version_without_tensorflow_text(moved_export, batches, tmp_path):
-    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
-    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
-    model.save(tmp_path / "bert.keras")
-    base = tmp_path / "bert"
-    shutil.copytree(moved_export / "1", base / "1")
-
-    path, load_report = export_bert(
-        str(tmp_path / "bert.keras"), None, VOCAB, True, MAX_SEQ_LENGTH, str(base), text_signatures=False
-    )
+def test_keras_file_exports_to_the_next_version_without_tensorflow_text(keras_export, served, batches):
+    base, path, load_report = keras_export
     assert path == str(base / "2") and load_report is None
     assert sorted(os.listdir(base)) == ["1", "2"]
 
-    # serving_default and tf_example need no tensorflow-text: a process without it loads the export.
-    requests = {
-        key: columnar("serving_default", **{k: batches[key][k] for k in ID_INPUTS}) for key in mf.BATCHES
-    }
-    served = call_in_fresh_process(base / "2", requests, tmp_path, with_text=False)
-    assert list(served["modules"]) == []
+    # serving_default and tf_example need no tensorflow-text: a process without it loads the export
+    # (the fresh process, before it imports tensorflow-text for the other export).
+    assert list(served["no_text:modules"]) == []
     for key in mf.BATCHES:
         for name in ENCODER_OUTPUTS:
-            diff = max_diff(served[f"{key}/{name}"], batches[key][name])
+            diff = max_diff(served[f"no_text:{key}/{name}"], batches[key][name])
             assert report(f".keras export serving_default {key} {name} - original", diff) <= 1e-5
 
 
@@ -907,10 +950,9 @@ def test_query_names_what_it_cannot_do(opened):
 
 def test_the_query_tool_prints_one_json_object(moved_export):
     tool = os.path.join(REPO, "tools", "query_saved_model.py")
-    result = subprocess.run(
+    result = tool_runs.run(
         [sys.executable, tool, f"--export_dir={moved_export}", "--text=Jim Henson was a puppeteer"],
-        capture_output=True,
-        text=True,
+        cwd=REPO,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]

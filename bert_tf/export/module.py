@@ -25,6 +25,7 @@ for outputs given per token.
 """
 
 import dataclasses
+import inspect
 import logging
 
 import keras
@@ -189,6 +190,21 @@ def _traced_when_called(fn, *specs):
     return tf.function(fn, input_signature=specs, autograph=False)
 
 
+def _traced_when_called_by_name(fn, specs):
+    """`_traced_when_called` for a `fn(**inputs)` of the inputs `specs` names (name -> spec): a
+    function of one argument per input, named as its spec (a signature's input names)."""
+    names = list(specs)
+
+    def call(*args, **kwargs):
+        return fn(**dict(zip(names, args, strict=False)), **kwargs)
+
+    call.__name__ = fn.__name__
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    )
+    return tf.function(call, input_signature=[specs[name] for name in names], autograph=False)
+
+
 def _id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
 
@@ -327,13 +343,29 @@ class ExportModule(tf.Module):
             self.doc_stride = tf.Variable(doc_stride, trainable=False, name="doc_stride")
 
     def signatures(self):
-        """The functions to save, by signature name: concrete functions, and the text
-        signatures as `tf.function`s traced when first called or saved (`_traced_when_called`)."""
-        signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served)}
+        """The functions to save, by signature name: `tf.function`s traced when first called or
+        saved (`_traced_when_called`), and `tf_example`'s concrete function.
+
+        The signatures that run the served model on [batch, seq] ids (`serving_default` and the
+        text signatures) call it through one function of those ids, traced once and saved
+        once; `tf_example`, whose ids are [batch, max_seq_length], runs the model itself (its
+        outputs keep that length in their shapes), as does each extra signature."""
+
+        def run_model(inputs):
+            """The served model on the three id tensors."""
+            return self._served(inputs)
+
+        model = _traced_when_called(run_model, _id_specs())
+        shared = None if self._served.extra_inputs else model  # (it takes the three ids only)
+        signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served, shared)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
         if self.tokenizer is not None:
+
+            def serve_text_pair(text_a, text_b):
+                return self._serve_text_pair(text_a, text_b, model)
+
             text_pair = _traced_when_called(
-                self._serve_text_pair,
+                serve_text_pair,
                 tf.TensorSpec([None], tf.string, name="text_a"),
                 tf.TensorSpec([None], tf.string, name="text_b"),
             )
@@ -348,15 +380,22 @@ class ExportModule(tf.Module):
             )
             signatures[TEXT_PAIR_SIGNATURE] = text_pair
         if self._doc_stride is not None:
+
+            def serve_text_windowed(text):
+                return self._serve_text_windowed(text, model)
+
             signatures[TEXT_WINDOWED_SIGNATURE] = _traced_when_called(
-                self._serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
+                serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
             )
         signatures[EXAMPLE_SIGNATURE] = _concrete(
             self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
         )
         return signatures
 
-    def _ids_signature(self, served):
+    def _ids_signature(self, served, model=None):
+        """The signature taking `served`'s inputs directly; it runs `served` by `model` (a
+        function of the three ids), if given."""
+
         def serve(**inputs):
             rows, length = tf.unstack(tf.shape(inputs["input_ids"]))
             checks = [
@@ -387,11 +426,11 @@ class ExportModule(tf.Module):
             inputs = after_checks(inputs, [*checks, *self._id_checks(inputs)])
             # A batch of 0 rows may come with 0 columns, where the pooler reads column 0.
             padding = [[0, 0], [0, tf.maximum(1 - length, 0)]]
-            return served(
+            return (model or served)(
                 {name: tf.pad(x, padding) if name in ID_INPUTS else x for name, x in inputs.items()}
             )
 
-        return _concrete(serve, **_id_specs(), **served.extra_inputs)
+        return _traced_when_called_by_name(serve, {**_id_specs(), **served.extra_inputs})
 
     def _id_checks(self, inputs):
         """The assertions that the ids in `inputs` have rows in the embedding tables."""
@@ -408,7 +447,7 @@ class ExportModule(tf.Module):
             )
         return checks
 
-    def _serve_text_pair(self, text_a, text_b):
+    def _serve_text_pair(self, text_a, text_b, model):
         same_size = tf.debugging.assert_equal(
             tf.size(text_a), tf.size(text_b), message="text_a and text_b hold different numbers of texts"
         )
@@ -432,7 +471,7 @@ class ExportModule(tf.Module):
             offsets=offsets,
             pad_to_multiple=REQUEST_PADDING,
         )
-        outputs = self._served({name: packed[name] for name in ID_INPUTS})
+        outputs = model({name: packed[name] for name in ID_INPUTS})
         if self._text_tokens:
             tokens = self.tokenizer.id_tokens(packed["input_ids"])
             outputs[TOKENS_OUTPUT] = tf.where(packed["input_mask"] > 0, tokens, "")
@@ -440,9 +479,14 @@ class ExportModule(tf.Module):
                 outputs[name] = packed[name]
         return outputs
 
-    def _serve_text_windowed(self, text):
+    def _serve_text_windowed(self, text, model):
         """`text_windowed`: each text cut into windows, the request's windows run as one batch,
-        the outputs put back together per text (`ExportModule`'s `doc_stride`)."""
+        the outputs put back together per text (`ExportModule`'s `doc_stride`).
+
+        The outputs per token are built at their positions of the padded [batch, length]
+        tensors by gathers (as `pack_ids` packs), rather than by ragged concatenations and
+        their validation; every row partition here is made from the tokenizer's, so none needs
+        validating."""
         tokenizer, windowed = self.tokenizer, self._windowed
         max_tokens = self._max_seq_length - 2
         if windowed.token_outputs:
@@ -456,7 +500,7 @@ class ExportModule(tf.Module):
         pieces = tf.ragged.range(first_piece, first_piece + window_lengths.flat_values)
         window_ids = tf.gather(ids.flat_values, pieces)
         no_ids = tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], window_ids.dtype), tf.zeros_like(window_lengths.flat_values)
+            tf.zeros([0], window_ids.dtype), tf.zeros_like(window_lengths.flat_values), validate=False
         )
         packed = pack_ids(
             window_ids,
@@ -466,65 +510,79 @@ class ExportModule(tf.Module):
             tokenizer.sep_id,
             pad_to_multiple=REQUEST_PADDING,
         )
-        window_outputs = windowed.model({name: packed[name] for name in ID_INPUTS})
+        # The served model's outputs, those of `windowed.model` among them (the served
+        # model's NamedLabels output, if any, is left out).
+        window_outputs = model({name: packed[name] for name in ID_INPUTS})
+        window_outputs = {name: window_outputs[name] for name in windowed.model.output_names}
         outputs = {}
         for name in windowed.pooled_outputs:
-            per_text = tf.RaggedTensor.from_row_splits(window_outputs[name], window_starts.row_splits)
+            per_text = tf.RaggedTensor.from_row_splits(
+                window_outputs[name], window_starts.row_splits, validate=False
+            )
             pool = tf.reduce_mean if windowed.pooling == "mean" else tf.reduce_max
             outputs[name] = pool(per_text, axis=1)
         if windowed.pooled_outputs and windowed.labels is not None:
             outputs = windowed.labels.with_labels(outputs)
         if windowed.token_outputs:
-            # Each output per token read at (window, position) pairs, ragged [batch, (tokens + 2)]:
-            # [CLS] in the text's first window, each piece in its window of most context, the
-            # last [SEP] after the pieces of the text's last window.
+            # Each piece's window of most context (counted in the request's windows) and its
+            # position there.
             window = graph_windows.max_context_spans(num_tokens, max_tokens, self._doc_stride)
             window = tf.gather(window_starts.row_starts(), window.value_rowids()) + window.flat_values
             position = (
                 tf.ragged.range(num_tokens).flat_values - tf.gather(window_starts.flat_values, window) + 1
-            )
-            last = window_starts.row_limits() - 1
-            at = tf.concat(
-                [
-                    _one_per_row(tf.stack([window_starts.row_starts(), tf.zeros_like(last)], axis=1)),
-                    ids.with_flat_values(tf.stack([window, position], axis=1)),
-                    _one_per_row(tf.stack([last, tf.gather(window_lengths.flat_values, last) + 1], axis=1)),
-                ],
-                axis=1,
             )
             longest = tf.reduce_max(tf.concat([num_tokens + 2, [1]], axis=0))
             rounded = -(-longest // REQUEST_PADDING) * REQUEST_PADDING
             length = tf.where(
                 longest > self._max_seq_length, rounded, tf.minimum(rounded, self._max_seq_length)
             )
+            # Column j of a text's row: [CLS] at 0, piece j - 1 up to its last piece, the last
+            # [SEP] after it, then padding.
+            columns = tf.range(length)[None, :]  # [1, length], against [batch, 1] row by row
+            count = num_tokens[:, None]
+            is_piece = (columns >= 1) & (columns <= count)
+            is_sep = tf.equal(columns, count + 1)
+            # Where each column's piece is in `ids.flat_values`; past them (a fill) elsewhere.
+            piece_at = tf.where(
+                is_piece, ids.row_starts()[:, None] + columns - 1, tf.size(ids.flat_values, out_type=tf.int64)
+            )
 
-            def per_text(rows, fill):
-                """Ragged [batch, (tokens + 2), ...] -> padded to [batch, length, ...] with `fill`."""
-                dense = rows.to_tensor(fill)
-                padding = [[0, 0], [0, length - tf.shape(dense, out_type=tf.int64)[1]]]
-                padding += [[0, 0]] * (dense.shape.rank - 2)
-                return tf.pad(dense, padding, constant_values=fill)
+            def at_pieces(values, fill):
+                """Per-piece `values` at the columns of their pieces, `fill` elsewhere."""
+                filler = tf.fill([1], tf.constant(fill, values.dtype))
+                return tf.gather(tf.concat([values, filler], axis=0), piece_at)
 
-            picked = {
-                name: tf.gather_nd(window_outputs[name], at.flat_values) for name in windowed.token_outputs
-            }
+            # The (window, position) each column is read at: [CLS] in the text's first window,
+            # each piece in its window of most context, the last [SEP] after the pieces of the
+            # text's last window; the padding reads [CLS]'s, then is filled.
+            last = window_starts.row_limits() - 1
+            first = window_starts.row_starts()[:, None]
+            at = tf.stack(
+                [
+                    tf.where(is_piece, at_pieces(window, 0), tf.where(is_sep, last[:, None], first)),
+                    tf.where(
+                        is_piece,
+                        at_pieces(position, 0),
+                        tf.where(is_sep, tf.gather(window_lengths.flat_values, last)[:, None] + 1, 0),
+                    ),
+                ],
+                axis=-1,
+            )
+            picked = {name: tf.gather_nd(window_outputs[name], at) for name in windowed.token_outputs}
             if not windowed.pooled_outputs and windowed.labels is not None:
                 picked = windowed.labels.with_labels(picked)
+            real = columns <= count + 1
             for name, values in picked.items():
-                outputs[name] = per_text(at.with_flat_values(values), tf.zeros([], values.dtype))
-            batch = tf.shape(num_tokens)[:1]
-            tokens = tf.concat(
-                [
-                    _one_per_row(tf.fill(batch, "[CLS]")),
-                    tokenizer.id_tokens(ids),
-                    _one_per_row(tf.fill(batch, "[SEP]")),
-                ],
-                axis=1,
+                mask = real
+                for _ in range(values.shape.rank - 2):
+                    mask = mask[..., None]
+                outputs[name] = tf.where(mask, values, tf.zeros([], values.dtype))
+            tokens = at_pieces(tokenizer.id_tokens(ids.flat_values), "")
+            outputs[TOKENS_OUTPUT] = tf.where(
+                tf.equal(columns, 0), "[CLS]", tf.where(is_sep, "[SEP]", tokens)
             )
-            outputs[TOKENS_OUTPUT] = per_text(tokens, "")
             for name, offsets in zip(WINDOWED_TOKEN_OUTPUTS[1:], (starts, ends), strict=True):
-                none = _one_per_row(tf.fill(batch, tf.constant(-1, tf.int64)))
-                outputs[name] = per_text(tf.concat([none, offsets, none], axis=1), tf.constant(-1, tf.int64))
+                outputs[name] = at_pieces(tf.cast(offsets.flat_values, tf.int64), -1)
         return outputs
 
     def _serve_examples(self, examples):
@@ -532,11 +590,6 @@ class ExportModule(tf.Module):
         parsed = tf.io.parse_example(examples, features)
         parsed = after_checks(parsed, self._id_checks(parsed))  # before the cast, which would wrap
         return self._served({name: tf.cast(parsed[name], tf.int32) for name in ID_INPUTS})
-
-
-def _one_per_row(values):
-    """[batch, ...] -> ragged [batch, (1), ...], to concatenate with ragged rows."""
-    return tf.RaggedTensor.from_tensor(tf.expand_dims(values, 1))
 
 
 class _WindowedModel:

@@ -34,6 +34,7 @@ lower-casing, then FastWordpiece's own punctuation splitting (for ASCII the orig
 
 import functools
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -66,6 +67,22 @@ def _wordpiece_vocab(vocab):
         if token and not any(_never_in_a_word(char) for char in token):
             tokens[index] = token
     return tokens
+
+
+@functools.lru_cache(maxsize=8)
+def _wordpiece_model(vocab, max_bytes_per_word, no_pretokenization):
+    """FastWordpiece's model of `vocab` (a tuple, from `_wordpiece_vocab`), the flatbuffer
+    `FastWordpieceTokenizer(vocab, ...)` builds for itself, with `##` suffixes and `[UNK]`:
+    built once per process for each vocab and settings (an export's tokenizer builds two, and
+    a process may make many tokenizers of one vocab).
+
+    Raises:
+      RuntimeError: FastWordpiece's builder cannot build the vocab (as the tokenizer's own
+        build raises it).
+    """
+    return tf_text.build_fast_wordpiece_model(
+        list(vocab), max_bytes_per_word, "##", "[UNK]", no_pretokenization, False
+    )
 
 
 @functools.cache
@@ -129,20 +146,17 @@ class GraphTokenizer(tf.Module):
         wordpiece_vocab = _wordpiece_vocab(vocab)
         self._tokens = tf.constant(wordpiece_vocab)
 
-        def wordpiece(**kwargs):
+        def wordpiece(max_bytes_per_word, no_pretokenization):
+            model = _wordpiece_model(tuple(wordpiece_vocab), max_bytes_per_word, no_pretokenization)
             return tf_text.FastWordpieceTokenizer(
-                vocab=wordpiece_vocab,
-                suffix_indicator="##",
-                token_out_type=tf.int64,
-                unknown_token="[UNK]",
-                **kwargs,
+                token_out_type=tf.int64, model_buffer=tf.constant(np.frombuffer(model, np.uint8))
             )
 
         # Words split and checked against the character limit in TF ops: no word that reaches
         # it is longer than 200 characters, so at most 800 bytes.
-        self._wordpiece = wordpiece(max_bytes_per_word=4 * _MAX_CHARS_PER_WORD, no_pretokenization=True)
+        self._wordpiece = wordpiece(4 * _MAX_CHARS_PER_WORD, no_pretokenization=True)
         # Printable ASCII chunks, split into words by FastWordpiece itself.
-        self._ascii_wordpiece = wordpiece(max_bytes_per_word=_MAX_CHARS_PER_WORD, no_pretokenization=False)
+        self._ascii_wordpiece = wordpiece(_MAX_CHARS_PER_WORD, no_pretokenization=False)
         # Bound here rather than decorated: a decorated method holds its module weakly, so
         # `GraphTokenizer(...).tokenize(x)` on a temporary would fail.
         # Not converted by AutoGraph: they branch on Python values only, and a conversion costs
@@ -217,13 +231,13 @@ class GraphTokenizer(tf.Module):
     def basic_tokenize(self, text):
         """Steps 1-5: a [batch] string tensor -> ragged [batch, (words)] of basic tokens."""
         chunks = self._chunks(text)
-        return chunks.with_flat_values(self._words(chunks.flat_values)).merge_dims(1, 2)
+        return _merged(chunks, self._words(chunks.flat_values))
 
     def _chunk_ids(self, chunks):
         """Steps 1-6 on a 1-D tensor of chunks -> ragged int64 [chunks, (ids)]."""
         words = self._words(chunks)
         flat, _ = self._within_limit(words.flat_values)
-        return words.with_flat_values(self._wordpiece.tokenize(flat)).merge_dims(1, 2)
+        return _merged(words, self._wordpiece.tokenize(flat))
 
     @staticmethod
     def _within_limit(words):
@@ -281,10 +295,8 @@ class GraphTokenizer(tf.Module):
         starts = tf.gather(row_bytes, first_char)
         ends = tf.gather(row_bytes, last_char) + tf.gather(char_bytes, last_char)
 
-        def by_text(values):
-            return words.with_flat_values(ids.with_flat_values(values)).merge_dims(1, 2)
-
-        return by_text(ids.flat_values), by_text(starts), by_text(ends)
+        by_text = _merged(words, ids)
+        return by_text, by_text.with_flat_values(starts), by_text.with_flat_values(ends)
 
     def _ascii_chunk_ids(self, chunks):
         """`_chunk_ids` for chunks of printable ASCII only."""
@@ -308,7 +320,7 @@ class GraphTokenizer(tf.Module):
         # Row i of `ids` is distinct chunk `order[i]`.
         order = tf.concat([ascii_rows, other_rows], axis=0)
         index = tf.gather(tf.math.invert_permutation(order), index)
-        return chunks.with_flat_values(tf.gather(ids, index)).merge_dims(1, 2)
+        return _merged(chunks, tf.gather(ids, index))
 
     def id_tokens(self, ids):
         """The vocab's token of each id: int ids of any shape -> strings of that shape."""
@@ -325,6 +337,17 @@ class GraphTokenizer(tf.Module):
         return pack_ids(
             self.tokenize(text_a), self.tokenize(text_b), max_seq_length, self.cls_id, self.sep_id
         )
+
+
+def _merged(rows, inner):
+    """`rows.with_flat_values(inner).merge_dims(1, 2)`: ragged [batch, (n)] `rows` whose n values
+    are the rows of ragged [n, (m)] `inner` -> ragged [batch, (sum of their m)] of `inner`'s values.
+
+    Both row partitions come from TensorFlow's ragged ops, so the merged one is not validated
+    again (`merge_dims` adds assertions that it is well formed to every trace).
+    """
+    splits = tf.gather(inner.row_splits, rows.row_splits)
+    return tf.RaggedTensor.from_row_splits(inner.values, splits, validate=False)
 
 
 def _pair_lengths(len_a, len_b, budget):
