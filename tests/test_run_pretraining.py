@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -103,21 +102,59 @@ def uninterrupted(workdir):
     return output_dir, result.stderr
 
 
+# The tool's own process, forked (`tests.tool_runs`), with a signal it sends itself from a thread
+# of its own: SIGKILL once the first checkpoint is the latest (the `checkpoint` state file exists:
+# it is written after every file of a checkpoint), SIGTERM once its evaluation has scored a batch.
+_SIGNALLED_TOOL = """
+from bert_tf import cli  # first, as the tool itself (the TOOLS server of tests.tool_runs)
+import os, runpy, signal, sys, threading, time
+
+from bert_tf.training import step
+
+tool, signal_name, output_dir, *flags = sys.argv[1:]
+evaluations = []
+record_evaluation = step.EvalStep.__init__
+
+
+def recording_init(self, *args, **kwargs):
+    record_evaluation(self, *args, **kwargs)
+    evaluations.append(self)
+
+
+step.EvalStep.__init__ = recording_init
+
+
+def due():
+    if signal_name == "SIGKILL":
+        return os.path.exists(os.path.join(output_dir, "checkpoint"))
+    return bool(evaluations) and evaluations[0].metrics.result()["loss"] > 0
+
+
+def send():
+    deadline = time.monotonic() + 300
+    while not due():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    os.kill(os.getpid(), getattr(signal, signal_name))
+
+
+threading.Thread(target=send, daemon=True).start()
+sys.argv = [tool, *flags]
+runpy.run_path(tool, run_name="__main__")
+"""
+
+
+def _run_signalled(signal_name, output_dir, args):
+    """The tool with `args` (`_args`), sending itself `signal_name` (`_SIGNALLED_TOOL`)."""
+    script = [sys.executable, "-c", _SIGNALLED_TOOL, args[0], signal_name, str(output_dir), *args[1:]]
+    return tool_runs.run(script, cwd=REPO, timeout=600, server=tool_runs.TOOLS)
+
+
 def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted, caplog):
     output_dir = workdir / "killed"
-    process = subprocess.Popen(
-        [sys.executable, *_args(workdir, output_dir, 40)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    deadline = time.monotonic() + 300
-    while tf.train.latest_checkpoint(str(output_dir)) is None and process.poll() is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    killed = _run_signalled("SIGKILL", output_dir, _args(workdir, output_dir, 40))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     killed_at = tf.train.latest_checkpoint(str(output_dir))
     assert killed_at and not killed_at.endswith("-40"), killed_at  # killed mid-run
     _weights(killed_at)  # the latest checkpoint after a kill -9 reads completely
@@ -184,30 +221,15 @@ def test_sigterm_saves_the_step_in_progress_and_the_rerun_equals_an_uninterrupte
 
 
 def test_sigterm_ends_an_evaluation_at_its_next_batch(workdir, uninterrupted):
-    """An evaluation of a million batches is one graph call: SIGTERM ends it at the next batch,
-    without results."""
+    """An evaluation of a million batches is one graph call: SIGTERM, once it has scored a
+    batch, ends it at the next batch, without results."""
     output_dir = workdir / "evaluated"
     shutil.copytree(uninterrupted[0], output_dir)
     args = _args(workdir, output_dir, 40, do_train=False, do_eval=True, max_eval_steps=10**6)
-    process = subprocess.Popen(
-        [sys.executable, *args],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    try:
-        for line in process.stderr:
-            if "Evaluating 1000000 batches" in line:
-                break
-        time.sleep(3)
-        process.send_signal(signal.SIGTERM)
-        status = process.wait(timeout=60)
-    finally:
-        process.kill()
-    stderr = process.stderr.read()
-    assert status == 143, stderr[-3000:]
-    assert "SIGTERM: evaluation stopped before its end; no results were written" in stderr
+    result = _run_signalled("SIGTERM", output_dir, args)
+    assert "Evaluating 1000000 batches" in result.stderr
+    assert result.returncode == 143, result.stderr[-3000:]
+    assert "SIGTERM: evaluation stopped before its end; no results were written" in result.stderr
     assert not (output_dir / "eval_results.txt").exists()
 
 

@@ -1,12 +1,11 @@
 """The runner every job uses: the original's step arithmetic, the checks before anything is
 written, and evaluation and prediction on two replicas (MirroredStrategy on 2 logical CPUs, in a
-subprocess) against the float64 NumPy reference of a checkpoint in the original's layout; the
-fine-tuning heads in float32 under mixed precision.
+process of its own) against the float64 NumPy reference of a checkpoint in the original's
+layout; the fine-tuning heads in float32 under mixed precision.
 """
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner, train_steps, warmup_steps
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(REPO, "tools", "demo_data", "mrpc_keyword")
@@ -102,13 +102,13 @@ def test_eval_and_predict_on_two_replicas_match_the_reference(tmp_path, fixtures
         predict_batch_size=6,
         strategy="mirrored",
     )
-    result = subprocess.run(
+    # Forked before TensorFlow has run an op (`tests.tool_runs`), so the script can still make
+    # the logical devices.
+    result = tool_runs.run(
         [sys.executable, "-c", _MIRRORED, json.dumps(options)],
-        capture_output=True,
-        text=True,
         cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         timeout=600,
+        server=tool_runs.TENSORFLOW,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.strip().splitlines()[-1])

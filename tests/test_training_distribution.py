@@ -3,16 +3,19 @@ reductions) and MultiWorkerMirroredStrategy on 2 worker processes, each against 
 re-derivation of the reduction, the clipping and the AdamWeightDecay update
 (`tests/training_reference.py`), with clipping active (the gradient norm is about 3).
 
-Each runs in a subprocess: logical devices and TF_CONFIG must be set before TensorFlow starts.
+Each runs in a process of its own, forked before TensorFlow has run an op (`tests.tool_runs`):
+logical devices and TF_CONFIG must be set before TensorFlow starts.
 """
 
+import concurrent.futures
 import json
 import os
 import socket
-import subprocess
 import sys
 
 import pytest
+
+from tests import tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -106,14 +109,14 @@ print("RESULT", json.dumps(results))
 )
 
 
-def _run_script(script, *args, env=None, timeout=300):
-    result = subprocess.run(
+def _run_script(script, *args, env=None, server=tool_runs.TENSORFLOW, timeout=300):
+    """The `RESULT` line of `script` run with `args`, forked from `server` (`tests.tool_runs`)."""
+    result = tool_runs.run(
         [sys.executable, "-c", script, *args],
-        capture_output=True,
-        text=True,
         cwd=REPO,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})),
+        env=dict(os.environ, **(env or {})),
         timeout=timeout,
+        server=server,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT "))
@@ -147,7 +150,10 @@ def test_mirrored_two_replicas_against_numpy(mirrored, mode):
 
 
 _WORKER = (
-    _COMMON
+    """
+from bert_tf import cli  # first: the worker may be forked from tests.tool_runs' TOOLS server
+"""
+    + _COMMON
     + """
 from bert_tf.training import loop
 from bert_tf.training.distribution import create_distribution
@@ -192,24 +198,18 @@ def test_multi_worker_mirrored_two_processes_equal_one_device(mirrored_run, tmp_
     the mirrored script), and both workers hold the weights it wrote."""
     reference_file = mirrored_run[1]
     cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
-    processes = []
-    for index in range(2):
+
+    def worker(index, server):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-c", _WORKER, str(tmp_path), reference_file],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=REPO,
-                env=dict(os.environ, TF_CONFIG=tf_config, TF_CPP_MIN_LOG_LEVEL="2"),
-            )
+        return _run_script(
+            _WORKER, str(tmp_path), reference_file, env={"TF_CONFIG": tf_config}, server=server
         )
-    results = []
-    for process in processes:
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr[-4000:]
-        results.append(json.loads(next(x for x in stdout.splitlines() if x.startswith("RESULT "))[7:]))
+
+    # The two workers run at once, each forked from a server of its own (a server forks one
+    # run at a time).
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(worker, 0, tool_runs.TENSORFLOW), pool.submit(worker, 1, tool_runs.TOOLS)]
+        results = [run.result() for run in runs]
     assert sorted(r["worker"] for r in results) == [0, 1]
     assert all(r["workers"] == 2 and r["step"] == 3 and r["vs_checkpoint"] == 0.0 for r in results)
     chief = next(r for r in results if r["worker"] == 0)

@@ -56,6 +56,9 @@ TOOLS, TENSORFLOW, JAX = "tools", "tensorflow", "jax"
 # Variables read while modules are imported (or by the interpreter itself): a run whose values
 # differ from its server's gets a process of its own.
 _IMPORT_TIME_VARIABLES = ("TF_", "KERAS", "JAX", "XLA", "CUDA", "PYTHON", "OMP_", "MKL", "OPENBLAS", "LD_")
+# Of those, the ones read only when used, never while a module is imported: TF_CONFIG (the cluster
+# of a multi-worker strategy, read by its cluster resolver when the strategy is made).
+_READ_WHEN_USED = ("TF_CONFIG",)
 
 # bert_tf's modules a model or training script imports (none runs an op when imported).
 _MODEL_MODULES = ["bert_tf", "bert_tf.modeling", "bert_tf.training", "bert_tf.tasks.pretraining.task"]
@@ -84,7 +87,7 @@ SERVERS = {
 
 
 def _import_time_environment(env):
-    return {k: v for k, v in env.items() if k.startswith(_IMPORT_TIME_VARIABLES)}
+    return {k: v for k, v in env.items() if k.startswith(_IMPORT_TIME_VARIABLES) and k not in _READ_WHEN_USED}
 
 
 class _Server:

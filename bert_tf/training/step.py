@@ -259,6 +259,10 @@ class TrainStep:
             if hasattr(task.model, "compile_training_forms"):
                 task.model.compile_training_forms(_xla_compiled)
         self._gradients = tf.function(self._gradients_of_batch, jit_compile=jit_compile)
+        # With micro-batches, the first one's and the loop's are one function traced once
+        # (`_gradients_of_batch`), where calling `_loss_and_gradients` itself would build the
+        # model's forward and backward pass twice.
+        self._micro_batch_gradients = tf.function(self._loss_and_gradients, autograph=False)
         self.train = tf.function(self._train)
 
     # -- one replica ------------------------------------------------------------------------
@@ -286,9 +290,16 @@ class TrainStep:
         if self.accumulation == 1:
             return self._loss_and_gradients(batch, denominators, scale)
         micro = _micro_batches(batch, self.accumulation)
-        loss, gradients, terms = self._loss_and_gradients(micro(0), denominators, scale)
+        if scale is not None:
+            scale = tf.convert_to_tensor(scale)
+        # One trace for every micro-batch: its rows unknown, as the loop's are.
+        rows_unknown = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), micro(0))
+        micro_batch_gradients = self._micro_batch_gradients.get_concrete_function(
+            rows_unknown, denominators, scale
+        )
+        loss, gradients, terms = micro_batch_gradients(micro(0), denominators, scale)
         for i in tf.range(1, self.accumulation):
-            more_loss, more_gradients, more_terms = self._loss_and_gradients(micro(i), denominators, scale)
+            more_loss, more_gradients, more_terms = micro_batch_gradients(micro(i), denominators, scale)
             loss += more_loss
             gradients = [g + h for g, h in zip(gradients, more_gradients, strict=True)]
             terms = tf.nest.map_structure(tf.add, terms, more_terms)
@@ -347,14 +358,15 @@ class TrainStep:
         learning_rate = self.optimizer.learning_rate
 
         def update(variable, gradient, scale):
-            tf.cond(
-                apply,
-                lambda: self.optimizer.update_step(gradient, variable, learning_rate, gradient_scale=scale),
-                lambda: None,
-            )
+            self.optimizer.update_step(gradient, variable, learning_rate, gradient_scale=scale)
 
-        for gradient, variable in zip(gradients, self.variables, strict=True):
-            strategy.extended.update(variable.value, update, args=(gradient, gradient_scale), group=False)
+        def update_all():
+            for gradient, variable in zip(gradients, self.variables, strict=True):
+                strategy.extended.update(variable.value, update, args=(gradient, gradient_scale), group=False)
+
+        # One condition for every update (not one per variable: each is a pair of branch
+        # functions to build and optimise when the step is traced).
+        tf.cond(apply, update_all, lambda: None)
         self.nonfinite_step.assign(tf.where(failed, tf.cast(step, tf.int64), self.nonfinite_step))
         # Every step counts, skipped ones too: the step is the number of batches consumed.
         step.assign_add(1)
