@@ -123,13 +123,17 @@ def has_bf16_units(flags):
 # -- workers (each in its own process) -------------------------------------------------------
 
 
-def matmul_rate(library, dtype):
+MATMUL_REPEATS = 20
+
+
+def matmul_rate(library, dtype, repeats=MATMUL_REPEATS):
     """GFLOP/s of one library's matmul over one layer's dense shapes, as that layer would see it.
 
     Args:
       library: "tf" (tf.matmul, oneDNN's kernels as TensorFlow calls them: what bert_tf and
         keras-hub run on) or "torch" (torch.matmul: what HF transformers runs on).
       dtype: "float32" or "bfloat16".
+      repeats: The timed calls of each shape (after one untimed).
     """
     if library == "tf":
         import tensorflow as tf
@@ -160,7 +164,6 @@ def matmul_rate(library, dtype):
         b = rng.standard_normal((n_in, n_out), dtype=np.float32)
         product = product_of(a, b)
         product()
-        repeats = 20
         start = time.perf_counter()
         for _ in range(repeats):
             product()
@@ -265,10 +268,10 @@ def forward_hf_torch(bf16):
     return rate, notes
 
 
-def run_worker(name):
+def run_worker(name, matmul_repeats=MATMUL_REPEATS):
     if name.startswith("matmul_"):
         _, library, dtype = name.split("_")
-        return matmul_rate(library, dtype), {}
+        return matmul_rate(library, dtype, matmul_repeats), {}
     dtype = "mixed_bfloat16" if "bf16" in name else None
     if name.startswith("bert_tf"):
         return forward_bert_tf(dtype, jit_compile=name.endswith("xla"))
@@ -314,9 +317,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sections", default="machine,forward,train")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--matmul_repeats", type=int, default=MATMUL_REPEATS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print("RESULT " + json.dumps(run_worker(args.worker)))
+        print("RESULT " + json.dumps(run_worker(args.worker, args.matmul_repeats)))
         return
     sections = args.sections.split(",")
     flags = cpu_flags()

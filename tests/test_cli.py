@@ -2,12 +2,14 @@
 flags and SIGTERM; and the original's flags, which every tool of the same name takes."""
 
 import ast
+import concurrent.futures
 import dataclasses
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -51,9 +53,19 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def fork_python(code, *args, timeout=300):
+    """`python -c code args...` in the repository, its output captured, forked by `tool_runs`
+    from its server of the tools: `code` starts as a tool does, with `from bert_tf import cli`
+    (whose handlers of SIGTERM and of bad input are what is checked)."""
+    return tool_runs.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, timeout=timeout, server=tool_runs.TOOLS
+    )
+
+
 def run_python(code, *args, timeout=300):
-    """`python -c code args...` in the repository, its output captured, SIGINT as a terminal's
-    command gets it."""
+    """`python -c code args...` in a fresh interpreter in the repository, its output captured,
+    SIGINT as a terminal's command gets it (Python's own handling of SIGINT is set as the
+    interpreter starts)."""
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=REPO,
@@ -148,25 +160,25 @@ cli.run(main)
     ],
 )
 def test_file_and_network_errors_are_one_line(kind, line):
-    result = run_python(FAILING_TOOL, kind, timeout=120)
+    result = fork_python(FAILING_TOOL, kind, timeout=120)
     assert result.returncode == 1 and result.stderr.splitlines()[-1] == line
     assert "Traceback" not in result.stderr
 
 
 def test_other_tensorflow_errors_keep_their_traceback():
-    result = run_python(FAILING_TOOL, "bug", timeout=120)
+    result = fork_python(FAILING_TOOL, "bug", timeout=120)
     assert result.returncode == 1 and "Traceback" in result.stderr and "InvalidArgumentError" in result.stderr
 
 
 SLOW_WRITER = """
-import sys, time
+import os, sys, time
 from bert_tf import cli, files
 
 def main(argv):
     with files.atomic_output(argv[1]) as tmp, open(tmp, "w") as f:
-        f.write("partial")
-        f.flush()
         print("writing", flush=True)
+        f.write(str(os.getpid()))  # the test reads the tool's process id here
+        f.flush()
         time.sleep(60)
 
 cli.run(main)
@@ -175,19 +187,30 @@ cli.run(main)
 
 def test_sigterm_ends_a_tool_through_its_cleanup(tmp_path):
     path = tmp_path / "out.txt"
-    tool = subprocess.Popen(
-        [sys.executable, "-c", SLOW_WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
-    assert tool.stdout.readline() == "writing\n"
-    assert os.listdir(tmp_path) == [f"out.txt.tmp-{tool.pid}"]
-    tool.terminate()
-    assert tool.wait(timeout=60) == 128 + 15
+    # The tool is forked (cli's SIGTERM handler runs there as in a fresh process) in a thread of
+    # this test, which reads the tool's process id from the file it writes.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        tool = pool.submit(fork_python, SLOW_WRITER, str(path), timeout=120)
+        deadline = time.monotonic() + 60
+        while not (written := [p.read_text() for p in tmp_path.iterdir()]) or not written[0]:
+            assert time.monotonic() < deadline and not tool.done(), tool.result() if tool.done() else None
+            time.sleep(0.02)
+        pid = int(written[0])
+        assert os.listdir(tmp_path) == [f"out.txt.tmp-{pid}"]
+        os.kill(pid, signal.SIGTERM)
+        result = tool.result(timeout=60)
+    assert result.stdout == "writing\n"
+    assert result.returncode == 128 + 15, result.stderr[-2000:]
     assert os.listdir(tmp_path) == []  # the temporary deleted, nothing under the final name
 
 
-def test_tensorflow_python_info_lines_are_dropped_and_bert_tfs_kept():
+def test_tensorflow_python_info_lines_are_dropped_and_bert_tfs_kept(monkeypatch):
     import logging
 
+    # Importing bert_tf.cli sets TF_CPP_MIN_LOG_LEVEL in this process's environment, as it does
+    # in a tool's: set here through monkeypatch, which takes it back after the test, so that the
+    # environment of the runs forked later is still the one their server started in.
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     from bert_tf.cli import _not_tensorflow_info
 
     def record(path, level):
@@ -423,7 +446,9 @@ def test_sigterm_and_sigint_end_a_tool_through_its_cleanup_without_a_traceback(s
         "        print('cleaned up', file=sys.stderr)\n"
         "cli.run(main)\n"
     )
-    result = run_python(script)
+    # SIGTERM's handler is cli's (a fork of the tools' server runs it); SIGINT's is Python's
+    # own, set as the interpreter starts (a fresh one).
+    result = fork_python(script) if signum == signal.SIGTERM else run_python(script)
     assert result.returncode == status, result.stderr[-2000:]
     assert line in result.stderr.splitlines() and "Traceback" not in result.stderr
 
@@ -447,6 +472,7 @@ def test_a_signal_handled_inside_a_finalizer_still_ends_the_tool(signum, status)
         "    print('ran on', file=sys.stderr)\n"
         "cli.run(main)\n"
     )
-    result = run_python(script)
+    # As above: SIGTERM's handler is cli's, SIGINT's Python's own.
+    result = fork_python(script) if signum == signal.SIGTERM else run_python(script)
     assert result.returncode == status, result.stderr[-2000:]
     assert "ran on" not in result.stderr

@@ -1,8 +1,9 @@
 """create_pretraining_data on Apache Beam: scale mode's examples, run by the DirectRunner.
 
 The tests that run Beam are skipped (the reason is printed in pytest's summary) only when the
-`beam` extra is not installed; `make test` installs it. Each DirectRunner run starts two worker
-processes.
+`beam` extra is not installed; `make test` installs it. A DirectRunner run as the tool sets it up
+starts a Python process per worker; the tests of what the launcher does with the files, the
+counters and errors run the workers as threads (`worker_threads`).
 """
 
 import collections
@@ -50,6 +51,28 @@ def scale_and_beam(input_file, directory, shard_size_mb, **overrides):
 
 
 SUMMARY_FIELDS = ("documents", "instances", "tokens", "masked", "random_next")
+
+
+@pytest.fixture
+def worker_threads(monkeypatch):
+    """The DirectRunner's workers as threads of this process (Beam's `multi_threading` mode), not
+    the Python processes of `multi_processing`, which the tool sets: the same pipeline, bundles
+    and Fn API (the DoFn pickled and run by an SDK harness over gRPC, its counters reported as
+    metrics), without a Python interpreter started per worker and run. For the tests of what
+    the launcher makes of the written files, the counters and the errors; the worker processes
+    users get run in `test_the_direct_runner_writes_scale_modes_instances` and the tool's runs."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    from bert_tf.data import beam_pipeline
+
+    make_pipeline = beam_pipeline.make_pipeline
+
+    def with_worker_threads(*args, **kwargs):
+        pipeline = make_pipeline(*args, **kwargs)
+        pipeline.options.view_as(DirectOptions).direct_running_mode = "multi_threading"
+        return pipeline
+
+    monkeypatch.setattr(beam_pipeline, "make_pipeline", with_worker_threads)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +126,7 @@ def test_the_direct_runner_writes_scale_modes_instances(scale_run, tmp_path):
 
 
 @needs_beam
-def test_num_output_shards_sets_the_number_of_files(scale_run, tmp_path):
+def test_num_output_shards_sets_the_number_of_files(scale_run, tmp_path, worker_threads):
     _, scale = scale_run
     beam = on_beam(scale_run, str(tmp_path / "beam"), num_output_shards=3)
     assert beam.output_files == [str(tmp_path / f"beam-{i:05d}-of-00003") for i in range(3)]
@@ -116,7 +139,9 @@ def test_num_output_shards_sets_the_number_of_files(scale_run, tmp_path):
 
 
 @needs_beam
-def test_without_metrics_the_newest_shards_are_the_output(scale_run, tmp_path, monkeypatch, caplog):
+def test_without_metrics_the_newest_shards_are_the_output(
+    scale_run, tmp_path, monkeypatch, caplog, worker_threads
+):
     from bert_tf.data import beam_pipeline
 
     _, scale = scale_run
@@ -131,7 +156,7 @@ def test_without_metrics_the_newest_shards_are_the_output(scale_run, tmp_path, m
 
 
 @needs_beam
-def test_a_long_document_and_an_empty_file_as_in_scale_mode(fixtures_dir, tmp_path, caplog):
+def test_a_long_document_and_an_empty_file_as_in_scale_mode(fixtures_dir, tmp_path, caplog, worker_threads):
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     lines = [line for line in pathlib.Path(pf.SAMPLE_TEXT).read_text().splitlines() if line.strip()]
@@ -150,7 +175,7 @@ def test_a_long_document_and_an_empty_file_as_in_scale_mode(fixtures_dir, tmp_pa
 
 
 @needs_beam
-def test_input_without_text_is_an_error_and_leaves_the_earlier_output(fixtures_dir, tmp_path):
+def test_input_without_text_is_an_error_and_leaves_the_earlier_output(fixtures_dir, tmp_path, worker_threads):
     """A failed run leaves the files of an earlier run with the same --output_file as they
     were (Beam's sink replaced them before the run could fail) and none of its own."""
     output = tmp_path / "out" / "o"
@@ -222,8 +247,8 @@ def test_pipeline_options_reach_beam(fixtures_dir):
 
 
 def run_tool(tmp_path, *flags, prelude=None):
-    """A run of the tool, forked by `tool_runs`; with a `prelude` (`-c` code that runs the tool
-    after it), in a fresh interpreter: the prelude comes before the tool's imports."""
+    """A run of the tool, forked by `tool_runs`; with a `prelude`, `-c` code that runs the tool
+    after it (forked from the server of the tools, which has imported the tool's modules)."""
     flags = [
         f"--input_file={pf.SAMPLE_TEXT}",
         f"--output_file={tmp_path / 'out'}",
@@ -232,8 +257,8 @@ def run_tool(tmp_path, *flags, prelude=None):
     ]
     if prelude is None:
         return tool_runs.run([sys.executable, TOOL, *flags], cwd=REPO, timeout=300)
-    return subprocess.run(
-        [sys.executable, "-c", prelude, TOOL, *flags], cwd=REPO, capture_output=True, text=True, timeout=300
+    return tool_runs.run(
+        [sys.executable, "-c", prelude, TOOL, *flags], cwd=REPO, timeout=300, server=tool_runs.TOOLS
     )
 
 
@@ -266,8 +291,11 @@ def test_the_tool_hands_unknown_flags_to_beam(fixtures_dir, tmp_path):
 
 
 def test_without_beam_a_runner_is_a_one_line_error(fixtures_dir, tmp_path):
-    # Apache Beam made unimportable, as when the extra is not installed.
-    prelude = "import runpy, sys; sys.modules['apache_beam'] = None; sys.argv = sys.argv[1:]; "
+    # Apache Beam made unimportable, as when the extra is not installed. No module of Beam's, nor
+    # bert_tf's module that imports it, may be loaded already (by the tools' server).
+    prelude = "import runpy, sys; "
+    prelude += "assert not [m for m in sys.modules if m.startswith(('apache_beam', 'bert_tf.data.beam'))]; "
+    prelude += "sys.modules['apache_beam'] = None; sys.argv = sys.argv[1:]; "
     prelude += "runpy.run_path(sys.argv[0], run_name='__main__')"
     result = run_tool(tmp_path, "--runner=DirectRunner", prelude=prelude)
     assert result.returncode == 2
