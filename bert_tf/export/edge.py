@@ -16,8 +16,7 @@ The converters are the existing ones (BUILD_NOTES, "Edge export"):
   runs in LiteRT's interpreter from `ai-edge-litert`.
 - ONNX: `tf2onnx` on the same function; onnxruntime's quantization tools for `dynamic_int8`
   (`quantize_dynamic`) and `int8` (`quantize_static`, QDQ, per-channel int8 weights, uint8
-  activations), and its
-  float16 converter for `float16`. The file runs in `onnxruntime`.
+  activations), and its float16 converter for `float16`. The file runs in `onnxruntime`.
 
 The exporters are optional extras (`pip install -e '.[tflite]'`, `'.[onnx]'`).
 """
