@@ -29,9 +29,10 @@ long texts, whose calls take seconds, after one untimed call, the median of `LON
 `--breakdown` also times, for the short texts, where each system's time goes: its model alone on the
 ids the `text` signature packs (padded to the request, rounded up to a multiple of 8; the same
 arrays in both systems; bert_tf's also on the longest row's length, as transformers pads), the rest
-of a call (tokenizing, packing, the signature's own ops) as the difference, and the float32 matmuls
-of one layer at those shapes (`tf.matmul` against `torch.matmul`), the model's work that padding to
-the request cannot shrink further. `--long_texts=0` leaves the long texts out.
+of a bert_tf call (tokenizing, packing, the signature's own ops) as the difference, transformers'
+tokenizer alone, and the float32 matmuls of one layer at those shapes (`tf.matmul` against
+`torch.matmul`), the model's work that padding to the request cannot shrink further.
+`--long_texts=0` leaves the long texts out.
 
 `--offsets` also times, in a fresh process, `GraphTokenizer.tokenize` against
 `tokenize_with_offsets` (the path of the `--text_tokens` exports and of `text_windowed`) on the
@@ -124,7 +125,7 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
     config_file = os.path.join(work_dir, "bert_config.json")
     config.to_json_file(config_file)
     model = BertModel(config)
-    model({k: np.zeros([1, 2], np.int32) for k in ("input_ids", "input_mask", "segment_ids")})
+    model({k: np.zeros([1, 2], np.int32) for k in ID_NAMES})
     checkpoint = os.path.join(work_dir, "ckpt", "bert_model.ckpt")
     save_google_checkpoint(model, checkpoint)
     vocab = os.path.join(DATA, "vocab.txt")
@@ -151,9 +152,7 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
             lengths = {case: max_seq_length, f"{case}/request": request, f"{case}/longest": longest}
             for name, length in lengths.items():
                 rows = [pack_inputs(t, None, length, tokenizer) for t in tokens]
-                fixed[name] = {
-                    k: [row[k] for row in rows] for k in ("input_ids", "input_mask", "segment_ids")
-                }
+                fixed[name] = {k: [row[k] for row in rows] for k in ID_NAMES}
     with open(os.path.join(work_dir, "fixed.json"), "w") as f:
         json.dump(fixed, f)
     tokens = {case: [len(tokenizer.tokenize(t)) for t in batch] for case, batch in texts.items()}
@@ -186,17 +185,19 @@ def bert_tf_worker(work_dir, export_dir, breakdown):
         if case.startswith("short"):
             text = loaded.signatures["text"]
             seconds[f"{case}/bert_tf"] = per_call(lambda text=text, s=strings: text(text=s))
-            ids = {k: tf.constant(v, tf.int32) for k, v in fixed[case].items()}
             default = loaded.signatures["serving_default"]
-            seconds[f"{case}/fixed"] = per_call(lambda default=default, ids=ids: default(**ids))
+
+            def model(name, default=default):
+                """Seconds per call of `serving_default` on the ids `fixed[name]`."""
+                ids = {k: tf.constant(v, tf.int32) for k, v in fixed[name].items()}
+                return per_call(lambda: default(**ids))
+
+            seconds[f"{case}/fixed"] = model(case)
             if breakdown:
-                ids = {k: tf.constant(v, tf.int32) for k, v in fixed[f"{case}/request"].items()}
-                seconds[f"{case}/bert_tf model"] = per_call(lambda default=default, ids=ids: default(**ids))
-                longest = {k: tf.constant(v, tf.int32) for k, v in fixed[f"{case}/longest"].items()}
-                seconds[f"{case}/bert_tf model, longest"] = per_call(
-                    lambda default=default, ids=longest: default(**ids)
-                )
-                shapes = layer_matmuls(ids["input_ids"].shape[0] * ids["input_ids"].shape[1])
+                seconds[f"{case}/bert_tf model"] = model(f"{case}/request")
+                seconds[f"{case}/bert_tf model, longest"] = model(f"{case}/longest")
+                request = fixed[f"{case}/request"]["input_ids"]
+                shapes = layer_matmuls(len(request) * len(request[0]))
                 seconds[f"{case}/bert_tf matmuls"] = matmul_seconds(
                     lambda a, b: tf.matmul(a, b).numpy(), shapes, lambda s: tf.random.normal(s)
                 )
@@ -260,6 +261,9 @@ def hf_worker(work_dir, max_seq_length, doc_stride, breakdown):
                     return model(**inputs).last_hidden_state
 
             seconds[f"{case}/transformers model"] = per_call(model_alone)
+            seconds[f"{case}/transformers tokenizer"] = per_call(
+                lambda batch=batch, options=options: tokenizer(batch, return_tensors="pt", **options)
+            )
             shapes = layer_matmuls(inputs["input_ids"].numel())
             with torch.inference_mode():
                 seconds[f"{case}/transformers matmuls"] = matmul_seconds(torch.matmul, shapes, torch.randn)
@@ -361,11 +365,17 @@ def main():
             )
             if args.breakdown and case.startswith("short"):
                 part = {k.split("/")[1]: v for k, v in median.items() if k.startswith(case + "/")}
+                # bert_tf's model alone runs on the very ids its `text` call packs, so the rest of
+                # the call is the difference; transformers' call pads to the longest row, not to
+                # those ids, so its tokenizer is timed alone.
+                rest = {
+                    "bert_tf": f"the rest {(part['bert_tf'] - part['bert_tf model']) * 1000:.1f} ms",
+                    "transformers": f"tokenizer {part['transformers tokenizer'] * 1000:.1f} ms",
+                }
                 for system in ("bert_tf", "transformers"):
                     print(
-                        f"{label} {system}: model {part[system + ' model'] * 1000:.1f} ms, the rest "
-                        f"{(part[system] - part[system + ' model']) * 1000:.1f} ms; one layer's "
-                        f"matmuls {part[system + ' matmuls'] * 1000:.2f} ms"
+                        f"{label} {system}: model {part[system + ' model'] * 1000:.1f} ms, {rest[system]}; "
+                        f"one layer's matmuls {part[system + ' matmuls'] * 1000:.2f} ms"
                     )
                 print(
                     f"{label} bert_tf model on the longest row's length (no rounding to 8): "
