@@ -11,6 +11,7 @@ only FATAL ones). A tool started by another one inherits the level and is as qui
 import _thread
 import contextlib
 import functools
+import gc
 import logging
 import os
 import re
@@ -211,6 +212,10 @@ def run(main, flags_parser=app.parse_flags_with_usage):
 
     def checked_main(argv):
         _log_plainly()
+        # What the imports made (TensorFlow's and Keras' objects) lives as long as the process:
+        # out of the cyclic collector's reach, its collections while a model is traced walk only
+        # the job's own objects.
+        gc.freeze()
         signal.signal(signal.SIGTERM, _exit_on_signal)
         sys.unraisablehook = functools.partial(_redeliver_swallowed_signals, sys.unraisablehook)
         try:

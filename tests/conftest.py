@@ -1,6 +1,7 @@
 """Shared pytest set-up: the `slow` marker, the path to ../shared fixtures, and the start-up of
 the suite's processes (tests/site/sitecustomize.py)."""
 
+import gc
 import os
 import runpy
 
@@ -53,3 +54,9 @@ def fixtures_dir():
     if not os.path.isdir(FIXTURES_DIR):
         raise RuntimeError(f"{FIXTURES_DIR} is missing: clone bert_tf next to shared/")
     return FIXTURES_DIR
+
+
+def pytest_collection_finish(session):
+    """Freezes what the imports made out of the cyclic collector's reach, as a tool does before
+    its job (bert_tf.cli.run): the tests trace models in-process, as the tools' jobs do."""
+    gc.freeze()
