@@ -4,7 +4,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import unicodedata
 
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from bert_tf.text.packing import pack_inputs
 from bert_tf.text.tokenization import FullTokenizer
+from tests import tool_runs
 from tests.conftest import FIXTURES_DIR
 
 VOCAB = os.path.join(FIXTURES_DIR, "google_tiny", "vocab.txt")
@@ -130,6 +130,8 @@ def test_arbitrary_unicode(fixtures_dir, tokenizers, texts):
     assert graph.tokenize(tf.constant(texts)).to_list() == [python_ids(python, t) for t in texts]
 
 
+# Forked from tool_runs' TensorFlow server, which has imported TensorFlow but run no op: ICU reads
+# LC_ALL when it first lower-cases, so the variable set here is the locale it follows.
 _LOCALE_SCRIPT = """
 import os, sys
 os.environ["LC_ALL"] = sys.argv[1]  # before ICU starts
@@ -147,8 +149,11 @@ print([ids == python.convert_tokens_to_ids(python.tokenize(t)) for t, ids in zip
 def test_lower_casing_does_not_follow_the_locale(fixtures_dir, locale):
     """ICU lower-cases by the process's locale; `str.lower()` does not. Under tr_TR, "I" in a
     chunk with a non-ASCII character became a dotless "\u0131"."""
-    result = subprocess.run(
-        [sys.executable, "-c", _LOCALE_SCRIPT, locale, VOCAB], capture_output=True, text=True, timeout=120
+    result = tool_runs.run(
+        [sys.executable, "-c", _LOCALE_SCRIPT, locale, VOCAB],
+        cwd=tool_runs.REPO,
+        timeout=120,
+        server=tool_runs.TENSORFLOW,
     )
     assert result.stdout.strip().splitlines()[-1] == str([True] * 5), result.stderr[-2000:]
 

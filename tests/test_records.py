@@ -63,22 +63,25 @@ def test_records_are_absent_after_a_failed_write(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+# Writes `path`.
 _WRITE_RECORDS = """
-import sys
 from bert_tf.data.records import write_records
 features = [{"input_ids": [101, 7, 102], "input_mask": [1, 1, 1], "segment_ids": [0, 0, 0], "label_ids": [i],
              "is_real_example": [1]} for i in range(3)]
-write_records(sys.argv[1], features)
+write_records(path, features)
 """
 
 
 def test_feature_records_are_the_same_bytes_in_every_process(tmp_path):
     """A `tf.train.Example`'s features are a map, which protobuf wrote in an order that changed
     from one process to the next: two runs of a tool gave other bytes."""
-    outputs = []
-    for run, seed in enumerate(("1", "2", "3")):
-        path = tmp_path / f"run{run}.tf_record"
+    # This process (its hash seed drawn at random) and two with seeds of their own.
+    exec(_WRITE_RECORDS, {"path": str(tmp_path / "here.tf_record")})
+    outputs = [(tmp_path / "here.tf_record").read_bytes()]
+    for seed in ("1", "2"):
+        path = tmp_path / f"seed{seed}.tf_record"
+        code = "import sys; path = sys.argv[1]" + _WRITE_RECORDS
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        subprocess.run([sys.executable, "-c", _WRITE_RECORDS, str(path)], env=env, check=True, timeout=120)
+        subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=True, timeout=120)
         outputs.append(path.read_bytes())
     assert outputs[0] == outputs[1] == outputs[2]
