@@ -5,8 +5,10 @@ keyword task (learning from the random google_tiny weights, its output files, th
 """
 
 import csv
+import json
 import logging
 import os
+import re
 import shutil
 import sys
 
@@ -316,19 +318,6 @@ def test_no_training_step_names_the_file_and_a_failed_run_leaves_no_output_dir(t
     with pytest.raises(ValueError, match=rf"^--data_dir={tmp_path}: the dev set has no examples$"):
         run_classifier(_options(tmp_path, tmp_path, do_train=False, do_eval=True))
     assert not (tmp_path / "out").exists()
-
-
-def test_a_rerun_with_another_batch_size_continues_with_the_input_afresh(tmp_path, fixtures_dir, caplog):
-    """The saved input position belongs to the records and batch it was saved with: a rerun
-    with another batch size (whose iterator would not take it) starts its input afresh."""
-    first = _options(tmp_path, DEMO, train_batch_size=16, num_train_epochs=0.5, save_checkpoints_steps=1)
-    assert run_classifier(first)["train"]["global_step"] == 3  # 96 examples / 16 * 0.5
-    rerun = _options(tmp_path, DEMO, train_batch_size=8, num_train_epochs=0.5, save_checkpoints_steps=1)
-    with caplog.at_level(logging.INFO):
-        assert run_classifier(rerun)["train"]["global_step"] == 6
-    messages = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("The input differs from the one") for m in messages)
-    assert not any(m.startswith("Resumed the input") for m in messages)
 
 
 def test_a_finished_training_is_reported_in_terms_of_num_train_epochs(tmp_path, fixtures_dir, caplog):
@@ -668,6 +657,40 @@ def test_query_saved_model_answers_as_the_tool_did(trained):
     assert sorted(got) == ["label", "probabilities"]
     np.testing.assert_allclose(got["probabilities"], expected, rtol=0, atol=1e-6)
     assert got["label"] == str(np.argmax(expected))  # a string output of one example
+
+
+def test_a_rerun_with_another_batch_size_continues_with_the_input_afresh(trained, caplog):
+    """The saved input position belongs to the records and batch it was saved with: a rerun
+    with another batch size (whose iterator would not take it) starts its input afresh. The
+    rerun continues the tool's training (`trained`: batch 16, saved at step 90) in its
+    --output_dir, on the same records and seed, with batch 8; it keeps that run's checkpoint
+    and results, which the tests above read."""
+    workdir, output_dir, _ = trained
+    assert tf.train.latest_checkpoint(str(output_dir)) == str(output_dir / "model.ckpt-90")
+    rerun = ClassifierOptions(
+        task_name="mrpc",
+        data_dir=str(workdir / "data"),
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        output_dir=str(output_dir),
+        max_seq_length=24,
+        train_batch_size=8,
+        learning_rate=3e-4,
+        num_train_epochs=8.0,
+        seed=1,
+        do_train=True,
+    )
+    with caplog.at_level(logging.INFO):
+        assert run_classifier(rerun)["train"]["global_step"] == 96  # 96 examples / 8 * 8
+    messages = [r.getMessage() for r in caplog.records]
+    differs = [m for m in messages if m.startswith("The input differs from the one")]
+    assert differs
+    assert not any(m.startswith("Resumed the input") for m in messages)
+    # The descriptions differ in the batch size alone: the records, shapes and seed are the same.
+    saved, now = (json.loads(d) for d in re.search(r"\((\{.*\}), now (\{.*\})\)", differs[0]).groups())
+    assert (saved.pop("batch_size"), now.pop("batch_size")) == (16, 8) and saved == now
+    assert (output_dir / "model.ckpt-90.index").exists()
 
 
 def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):

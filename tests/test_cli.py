@@ -23,27 +23,28 @@ DEMO = os.path.join(REPO, "tools", "demo_data")
 CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} .*\.cc:\d+\]|absl::InitializeLog", re.MULTILINE)
 
 
-def run_tool(tmp_path, *flags, level=None):
+def _tool_command(tmp_path, *flags):
     """A small create_pretraining_data run (TensorFlow is loaded to write the TFRecords)."""
+    return [
+        sys.executable,
+        os.path.join(REPO, "tools", "create_pretraining_data.py"),
+        f"--input_file={os.path.join(DEMO, 'sample_text.txt')}",
+        f"--output_file={tmp_path / 'out.tfrecord'}",
+        f"--vocab_file={os.path.join(REPO, 'tests', 'data', 'char_vocab.txt')}",
+        "--max_seq_length=16",
+        "--dupe_factor=1",
+        *flags,
+    ]
+
+
+def run_tool(tmp_path, *flags, level=None):
+    """`_tool_command` in a fresh process (its start-up is what is checked), with
+    TF_CPP_MIN_LOG_LEVEL unset or `level`."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     if level is not None:
         env["TF_CPP_MIN_LOG_LEVEL"] = level
     return subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "tools", "create_pretraining_data.py"),
-            f"--input_file={os.path.join(DEMO, 'sample_text.txt')}",
-            f"--output_file={tmp_path / 'out.tfrecord'}",
-            f"--vocab_file={os.path.join(REPO, 'tests', 'data', 'char_vocab.txt')}",
-            "--max_seq_length=16",
-            "--dupe_factor=1",
-            *flags,
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        _tool_command(tmp_path, *flags), cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
 
 
@@ -128,7 +129,8 @@ def test_a_user_set_log_level_is_respected(tmp_path):
 
 
 def test_a_bad_flag_is_one_line_naming_it(tmp_path):
-    result = run_tool(tmp_path, "--num_workers=-1")
+    # Forked from the tools' server: a fresh process's start-up lines are checked above.
+    result = tool_runs.run(_tool_command(tmp_path, "--num_workers=-1"), cwd=REPO, timeout=300)
     assert result.returncode == 2
     assert result.stderr == "error: --num_workers must be at least 0 (0: exact mode), got -1\n"
     assert os.listdir(tmp_path) == []
