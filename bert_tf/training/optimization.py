@@ -22,6 +22,7 @@ Variable names are the variables' `path`s, which are Google checkpoint names
 original.
 """
 
+import functools
 import re
 
 import keras
@@ -131,6 +132,8 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
     """
 
     slot_names = ("adam_m", "adam_v")
+    # The attributes `apply_rule` reads: the rule is a function of these and its arguments.
+    RULE_CONSTANTS = ("weight_decay_rate", "beta_1", "beta_2", "epsilon")
 
     def __init__(
         self,
@@ -205,10 +208,16 @@ class _MomentsOptimizer(keras.optimizers.Optimizer):
             self.assign(target, value)
 
     def compile_update(self, compile_fn):
-        """Makes `update_step` run `compile_fn(self.assign_rule)`: e.g. an XLA-compiled
+        """Makes `update_step` run `compile_fn` of `assign_rule`: e.g. an XLA-compiled
         `tf.function` of the variables themselves, which fuses the rule's element-wise ops into
-        one loop per variable and writes the next values over the old ones."""
-        self.update_variables = compile_fn(self.assign_rule)
+        one loop per variable and writes the next values over the old ones.
+
+        The rule reads only the optimizer's constants (`RULE_CONSTANTS`) and its arguments, so
+        every optimizer of a class with the same constants shares one compiled rule in a process
+        (`_shared_assign_rule`): a later training step reuses its traces and compiled code.
+        """
+        constants = tuple((name, getattr(self, name)) for name in self.RULE_CONSTANTS)
+        self.update_variables = _shared_assign_rule(type(self), constants, compile_fn)
 
     def _rule_options(self, index):
         """The Python-valued options of the rule for the variable at `index`."""
@@ -291,9 +300,12 @@ class Lamb(_MomentsOptimizer):
         ]
 
     def _rule_options(self, index):
-        return {"decay": self._decayed[index], "adapt": self._adapted[index]}
+        # The step is read here (a copy: a tensor, not the variable) and passed, so that the
+        # rule reads no variable of its own.
+        step = ops.copy(self.iterations)
+        return {"decay": self._decayed[index], "adapt": self._adapted[index], "step": step}
 
-    def apply_rule(self, gradient, param, m, v, learning_rate, decay, adapt, gradient_scale=None):
+    def apply_rule(self, gradient, param, m, v, learning_rate, decay, adapt, step, gradient_scale=None):
         """One update of a variable, as values: returns its next (param, m, v).
 
         Args:
@@ -301,10 +313,11 @@ class Lamb(_MomentsOptimizer):
           learning_rate: float scalar.
           decay: Whether the variable is decayed (Python bool).
           adapt: Whether the trust ratio applies (Python bool).
+          step: int scalar, the updates made before this one (`iterations`).
           gradient_scale: None, or a float32 scalar multiplying the gradient (clipping).
         """
         next_m, next_v = self._moments(gradient, m, v, gradient_scale)
-        t = ops.cast(self.iterations + 1, param.dtype)
+        t = ops.cast(step + 1, param.dtype)
         m_hat = next_m / (1.0 - ops.power(self.beta_1, t))
         v_hat = next_v / (1.0 - ops.power(self.beta_2, t))
         update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
@@ -323,6 +336,25 @@ class Lamb(_MomentsOptimizer):
         config = super().get_config()
         config.update(exclude_from_layer_adaptation=list(self.exclude_from_layer_adaptation))
         return config
+
+
+@functools.cache  # one compiled rule (and its traces) per class, constants and compiler
+def _shared_assign_rule(optimizer_class, constants, compile_fn):
+    """`compile_fn` of the `assign_rule` of an `optimizer_class` with `constants`.
+
+    Args:
+      optimizer_class: A `_MomentsOptimizer` class.
+      constants: `(name, value)` pairs of its `RULE_CONSTANTS`.
+      compile_fn: Maps a function of tensors to a compiled one.
+
+    Returns:
+      The compiled `assign_rule(gradient, variable, m, v, learning_rate, **options)`.
+    """
+    # An instance that holds only the constants (no variables, so the cache keeps none alive):
+    # the rule reads nothing else of it.
+    rule_owner = object.__new__(optimizer_class)
+    vars(rule_owner).update(constants)
+    return compile_fn(rule_owner.assign_rule)
 
 
 OPTIMIZERS = {"adamw": AdamWeightDecay, "lamb": Lamb}
