@@ -465,14 +465,16 @@ def hf_forward(shape, steps, warmup, compiled):
 
 
 def versions():
-    """The versions of the packages the run uses, those it can import."""
-    import importlib
+    """The versions of the packages the run may use, those installed (read off their metadata:
+    importing keras_hub, torch and transformers to ask them would load TensorFlow and PyTorch
+    into a run that may use neither)."""
+    from importlib import metadata
 
     found = []
     for name in ("jax", "keras", "keras_hub", "torch", "transformers"):
         try:
-            found.append(f"{name} {importlib.import_module(name).__version__}")
-        except ImportError:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
             continue
     return ", ".join(found)
 

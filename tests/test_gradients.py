@@ -128,28 +128,39 @@ load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
 batch = mf.train_batch()
 
 
-def total_loss(trainable, non_trainable, batch, outputs):
-    out, _ = model.stateless_call(trainable, non_trainable, mf.model_inputs(batch), training=True)
-    from_logits = outputs == "logits"
-    mlm, _ = masked_lm_loss(
-        out["masked_lm_" + outputs], batch["masked_lm_ids"], batch["masked_lm_weights"], from_logits
-    )
-    nsp, _ = next_sentence_loss(out["next_sentence_" + outputs], batch["next_sentence_labels"], from_logits)
-    return mlm + nsp
+def gradients(trainable, non_trainable, batch):
+    # {{outputs: gradients of the trainable variables}}: one forward pass, pulled back from the
+    # loss on the log-probabilities and from the loss on the logits.
+    def forward(trainable):
+        return model.stateless_call(trainable, non_trainable, mf.model_inputs(batch), training=True)[0]
+
+    out, pull_back = jax.vjp(forward, trainable)
+    grads = {{}}
+    for outputs in ("log_probs", "logits"):
+        from_logits = outputs == "logits"
+
+        def total_loss(out):
+            mlm, _ = masked_lm_loss(
+                out["masked_lm_" + outputs], batch["masked_lm_ids"], batch["masked_lm_weights"], from_logits
+            )
+            nsp, _ = next_sentence_loss(
+                out["next_sentence_" + outputs], batch["next_sentence_labels"], from_logits
+            )
+            return mlm + nsp
+
+        grads[outputs] = pull_back(jax.grad(total_loss)(out))[0]
+    return grads
 
 
 position = {{v.path: i for i, v in enumerate(model.trainable_variables)}}
 wanted = json.loads(sys.argv[1])
 found = {{}}
+grads = jax.jit(gradients)(
+    [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], batch
+)
 for outputs in ("log_probs", "logits"):
-    grads = jax.jit(jax.grad(total_loss), static_argnums=3)(
-        [v.value for v in model.trainable_variables],
-        [v.value for v in model.non_trainable_variables],
-        batch,
-        outputs,
-    )
     found[outputs] = {{
-        name: [float(grads[position[name]][tuple(index)]) for index in indexes]
+        name: [float(grads[outputs][position[name]][tuple(index)]) for index in indexes]
         for name, indexes in wanted.items()
     }}
 print("GRADIENTS", json.dumps(found))

@@ -44,7 +44,7 @@ def rows(batch, start, stop):
 _REFERENCE = []  # the model the reference's gradients come from, and its initial weights
 
 
-def reference_run(shards_per_step, per_shard_clip, num_steps=3):
+def reference_run(shards, per_shard_clip, num_steps=3):
     if not _REFERENCE:
         task = PretrainingTask(CONFIG)
         load_google_checkpoint(task.model, mf.GOOGLE_TINY_CKPT)
@@ -52,13 +52,19 @@ def reference_run(shards_per_step, per_shard_clip, num_steps=3):
     task, initial = _REFERENCE
     params = {path: value.astype(np.float64) for path, value in initial.items()}
     adam = ref.AdamWeightDecay(params)
-    losses = []
+    losses, previous = [], None  # previous: the last step's params and its shards' (gradients, loss)
     for step in range(num_steps):
-        for v in task.model.trainable_variables:
-            v.assign(params[v.path].astype(np.float32))
+        if previous and all(np.array_equal(previous[0][k], params[k]) for k in params):
+            # The weights the last step started from (its learning rate was 0, in the warmup):
+            # the same gradients (no dropout in this config).
+            shard_results = previous[1]
+        else:
+            for v in task.model.trainable_variables:
+                v.assign(params[v.path].astype(np.float32))
+            shard_results = [ref.model_gradients(task.model, s, ref.pretraining_loss) for s in shards]
+        previous = params, shard_results
         total, shard_losses = None, []
-        for shard in shards_per_step:
-            grads, loss = ref.model_gradients(task.model, shard, ref.pretraining_loss)
+        for grads, loss in shard_results:
             shard_losses.append(loss)
             if per_shard_clip:
                 grads, _ = ref.clip(grads)
