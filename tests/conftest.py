@@ -1,9 +1,11 @@
 """Shared pytest set-up: the `slow` marker, the path to ../shared fixtures, and the start-up of
 the suite's processes (tests/site/sitecustomize.py)."""
 
+import atexit
 import gc
 import os
 import runpy
+import sys
 
 import pytest
 
@@ -60,3 +62,18 @@ def pytest_collection_finish(session):
     """Freezes what the imports made out of the cyclic collector's reach, as a tool does before
     its job (bert_tf.cli.run): the tests trace models in-process, as the tools' jobs do."""
     gc.freeze()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A pytest-xdist worker whose session is over exits at once, with the session's status:
+    its interpreter's teardown (every module, graph and traced function of the models the tests
+    built, collected and freed one by one) makes nothing the suite reads, and the controller
+    waits for it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        atexit.register(_exit_now, int(exitstatus))
+
+
+def _exit_now(status):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
