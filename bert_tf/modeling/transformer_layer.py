@@ -1,5 +1,7 @@
 """One `encoder/layer_{i}`: attention, then the feed-forward block, both post-LN."""
 
+import functools
+
 import keras
 from keras import ops
 
@@ -87,7 +89,7 @@ class Intermediate(BertConfigured, keras.layers.Layer):
         self.training_activation = get_activation(
             self.config.hidden_act, training=True, compile_fn=compile_fn
         )
-        self.kernel_transpose = compile_fn(ops.transpose)
+        self.kernel_transpose = compiled_transpose(compile_fn)
 
     def call(self, x, training=False):
         """Args:
@@ -106,6 +108,19 @@ class Intermediate(BertConfigured, keras.layers.Layer):
             kernel = ops.cast(self.dense.kernel, x.dtype)
             product = matmul_with_kernel_transpose(x, kernel, self.kernel_transpose)
         return self.training_activation(ops.add(product, self.dense.bias))
+
+
+@functools.cache  # one function (and one set of compiled traces) for every layer
+def compiled_transpose(compile_fn):
+    """`compile_fn(ops.transpose)`, shared by the layers trained with one `compile_fn`.
+
+    Args:
+      compile_fn: Maps a function of tensors to a compiled one.
+
+    Returns:
+      The compiled transpose of a matrix.
+    """
+    return compile_fn(ops.transpose)
 
 
 def matmul_with_kernel_transpose(x, kernel, transpose):
