@@ -24,19 +24,19 @@ FIXTURES_DIR = os.path.join(SHARED_DIR, "fixtures")
 # leave one worker running it alone. Measured with `pytest --durations=0` (BUILD_NOTES, Tests).
 SLOWEST_FILES = (
     "test_run_pretraining.py",
-    "test_training_distribution.py",
-    "test_classifier.py",
-    "test_training_step.py",
-    "test_benchmarks.py",
-    "test_modeling.py",
-    "test_run_squad.py",
     "test_export.py",
     "test_cli.py",
-    "test_pretraining_beam.py",
-    "test_tagging.py",
     "test_text_windowed.py",
-    "test_pretraining_data.py",
-    "test_extend_vocab.py",
+    "test_classifier.py",
+    "test_edge.py",
+    "test_benchmarks.py",
+    "test_training_distribution.py",
+    "test_pretraining_beam.py",
+    "test_run_squad.py",
+    "test_training_step.py",
+    "test_modeling.py",
+    "test_graph_tokenizer.py",
+    "test_tagging.py",
 )
 
 
