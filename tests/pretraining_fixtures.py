@@ -31,8 +31,8 @@ def fixture_records():
 def read_records(path):
     """Every record of a TFRecord file, parsed into plain lists (schema-agnostic lengths).
 
-    The records are parsed by TensorFlow's parser, a batch of them per call (one parse of each
-    record alone took some ten eager ops a record, seconds for a few hundred records)."""
+    The records are parsed by TensorFlow's parser, a batch of them per call (parsing each record
+    alone took some ten eager ops a record)."""
     spec = {
         name: tf.io.VarLenFeature(tf.int64)
         for name in (

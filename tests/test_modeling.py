@@ -625,9 +625,8 @@ for pretrainer in (model, heads_only):
 # float32 result, which JAX's fused attention asks for (a compile error Keras cannot catch).
 f16 = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), dtype="mixed_float16")
 f16.set_weights(model.get_weights())
-variables = ([v.value for v in f16.trainable_variables], [v.value for v in f16.non_trainable_variables])
 inputs = mf.model_inputs(batch)
-sequence = jax.jit(lambda v: f16.stateless_call(*v, inputs)[0]["sequence_output"])(variables)
+sequence = jitted(f16)(inputs)["sequence_output"]
 want = np.asarray(calls[model](inputs)["sequence_output"])
 print("FLOAT16", float(np.abs(np.asarray(sequence, np.float32) - want).max() / np.abs(want).max()))
 print("WORST", worst)

@@ -217,8 +217,8 @@ def _serve(preload):
     set_on_import = {k: v for k, v in os.environ.items() if k not in started_with}
     # The objects the preload keeps (its modules', TensorFlow's...) are frozen out of the cyclic
     # collector's reach, its garbage collected first: else every collection in a child, the one at
-    # its exit included, visits each of them and so copies each page of the server's heap (about
-    # 2 s of CPU a run, most of a `--help` run's). A child still collects what it makes itself.
+    # its exit included, visits each of them and so copies each page of the server's heap (most
+    # of a `--help` run's CPU). A child still collects what it makes itself.
     gc.collect()
     gc.freeze()
     requests, replies = sys.stdin.buffer, sys.stdout

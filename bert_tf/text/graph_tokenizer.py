@@ -55,7 +55,8 @@ _DROPPED_ASCII = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]"
 
 
 def _wordpiece_vocab(vocab):
-    """The vocab as a list indexed by id, as FastWordpiece wants it.
+    """The vocab as a tuple indexed by id, as FastWordpiece wants it (a tuple: the key of
+    `_wordpiece_model`'s cache).
 
     Ids no token maps to (a duplicated line keeps only its later id, as the original), empty
     lines, and tokens no word can match (holding a character the basic tokenization drops or
@@ -66,7 +67,7 @@ def _wordpiece_vocab(vocab):
     for token, index in vocab.items():
         if token and not any(_never_in_a_word(char) for char in token):
             tokens[index] = token
-    return tokens
+    return tuple(tokens)
 
 
 @functools.lru_cache(maxsize=8)
@@ -147,7 +148,7 @@ class GraphTokenizer(tf.Module):
         self._tokens = tf.constant(wordpiece_vocab)
 
         def wordpiece(max_bytes_per_word, no_pretokenization):
-            model = _wordpiece_model(tuple(wordpiece_vocab), max_bytes_per_word, no_pretokenization)
+            model = _wordpiece_model(wordpiece_vocab, max_bytes_per_word, no_pretokenization)
             return tf_text.FastWordpieceTokenizer(
                 token_out_type=tf.int64, model_buffer=tf.constant(np.frombuffer(model, np.uint8))
             )
