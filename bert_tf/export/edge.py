@@ -196,15 +196,18 @@ def id_function(edge):
         return {name: outputs[name] for name in names}
 
     function = tf.function(serve, input_signature=id_specs(), autograph=False)
-    return function, function.get_concrete_function()
+    # Run by LiteRT or onnxruntime: traced with the generic ops, none of oneDNN's forms (whose
+    # LayerNorm holds a `PlaceholderWithDefault` that tf2onnx cannot convert).
+    with onednn.portable():
+        return function, function.get_concrete_function()
 
 
 def save_id_function(function, variables, directory):
-    """Writes `function` as the `serving_default` signature of a SavedModel in `directory`."""
+    """Writes `function` (traced by `id_function`) as the `serving_default` signature of a
+    SavedModel in `directory`."""
     module = tf.Module()
     module.model_variables = [getattr(v, "value", v) for v in variables]
-    with onednn.portable():
-        tf.saved_model.save(module, directory, signatures={"serving_default": function})
+    tf.saved_model.save(module, directory, signatures={"serving_default": function})
 
 
 def read_texts(path, flag):

@@ -8,6 +8,8 @@ from keras import ops
 # The tanh-form GELU's constants: u = sqrt(2/pi) (x + 0.044715 x^3).
 _GELU_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
+# The erf form's scale of its argument, 1 / sqrt(2).
+_SQRT_HALF = math.sqrt(0.5)
 
 
 def gelu(x):
@@ -76,11 +78,21 @@ def gelu_training_form(compile_fn=None):
 
 
 def gelu_exact(x):
-    """GELU in its exact erf form, `0.5 x (1 + erf(x / sqrt(2)))` (the backend's op).
+    """GELU in its exact erf form, `0.5 x (1 + erf(x / sqrt(2)))`, written with `erf`.
 
-    The original code used this form before 2019-02-07; the 2018 checkpoints were trained with it.
+    The original code used this form before 2019-02-07; the 2018 checkpoints were trained with
+    it, and Hugging Face's "gelu" is it. Written out rather than as the backend's op:
+    TensorFlow's `tf.nn.gelu(approximate=False)` computes it with `erfc`, an op that ONNX lacks
+    (tf2onnx cannot convert it), while this form exports to ONNX's `Erf`, and oneDNN fuses it
+    into the matmul before it all the same.
+
+    Args:
+      x: A float tensor.
+
+    Returns:
+      `x` with the activation applied.
     """
-    return ops.gelu(x, approximate=False)
+    return 0.5 * x * (1.0 + ops.erf(x * _SQRT_HALF))
 
 
 def linear(x):
