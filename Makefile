@@ -27,12 +27,20 @@ lint: install
 # fixtures in one process), taken in collection order, which puts the slowest files first
 # (tests/conftest.py): the suite alone keeps about one core busy (BUILD_NOTES, Dependencies).
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+# The `onednn_both` tests (graphs saved to run elsewhere) run apart, in two workers that each take
+# all of them (--dist each), one per oneDNN setting: TensorFlow reads TF_ENABLE_ONEDNN_OPTS at its
+# import, and picks other graph forms and kernels with oneDNN on (the default on AVX512_VNNI,
+# AVX512_BF16 and AMX CPUs: most servers) than off (BUILD_NOTES, Tests).
+ONEDNN_BOTH := $(PY) -m pytest -q --dist each \
+	--tx popen//env:TF_ENABLE_ONEDNN_OPTS=1 --tx popen//env:TF_ENABLE_ONEDNN_OPTS=0
 
 test: install lint
-	$(PYTEST) tests -m "not slow"
+	$(PYTEST) tests -m "not slow and not onednn_both"
+	$(ONEDNN_BOTH) tests -m "onednn_both and not slow"
 
 test-all: install
-	$(PYTEST) tests
+	$(PYTEST) tests -m "not onednn_both"
+	$(ONEDNN_BOTH) tests -m onednn_both
 
 $(VENV)/.demo-installed: $(STAMP)
 	$(PIP) -e '.[test,beam,zh,tflite,onnx,demo]'

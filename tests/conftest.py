@@ -42,6 +42,23 @@ SLOWEST_FILES = (
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes minutes; kept out of `make test` and CI")
+    config.addinivalue_line(
+        "markers",
+        "onednn_both: traces a graph saved to run elsewhere (SavedModel, LiteRT, ONNX); `make test` "
+        "runs it once with TF_ENABLE_ONEDNN_OPTS=1 and once with =0, whatever the machine's default",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report says which oneDNN setting its process ran with (TensorFlow reads
+    `TF_ENABLE_ONEDNN_OPTS` when it is imported: `make test` runs the `onednn_both` tests in one
+    worker per setting)."""
+    report = yield
+    if report.failed:
+        setting = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset (the machine's default)")
+        report.sections.append(("oneDNN", f"TF_ENABLE_ONEDNN_OPTS={setting}"))
+    return report
 
 
 def pytest_collection_modifyitems(items):

@@ -5,7 +5,8 @@ tool checks against; the tool's own check rules on arrays made in the test; bad 
 
 `make test` exports one file per format (google_tiny to LiteRT, the classifier to ONNX, both
 float32); the whole format x quantisation x model matrix and the tagger and SQuAD heads are
-`slow` (`make test-all`).
+`slow` (`make test-all`). The exports' tests are `onednn_both`: run with oneDNN on and off, whose
+traced graphs differ (BUILD_NOTES, Tests).
 """
 
 import dataclasses
@@ -121,6 +122,7 @@ def classifier_onnx(tmp_path_factory, classifier_checkpoint):
     return tmp_path, edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=classifier_checkpoint[0]))
 
 
+@pytest.mark.onednn_both
 def test_google_tiny_as_litert_matches_the_original_at_another_batch_and_length(tiny_tflite, tiny_weights):
     tmp_path, result = tiny_tflite
     assert result.ok and result.path == str(tmp_path / "model.tflite")
@@ -135,6 +137,7 @@ def test_google_tiny_as_litert_matches_the_original_at_another_batch_and_length(
     assert sorted(os.listdir(tmp_path)) == ["calibration.txt", "model.tflite"]  # no temporaries left
 
 
+@pytest.mark.onednn_both
 def test_a_finetuned_classifier_as_onnx_returns_the_originals_probabilities(
     classifier_onnx, classifier_checkpoint, tiny_weights
 ):
@@ -265,6 +268,7 @@ def float32_sizes():
     return {}
 
 
+@pytest.mark.onednn_both
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["google_tiny", "classifier"])
 @pytest.mark.parametrize("fmt, quantize", MATRIX)
@@ -309,6 +313,7 @@ def _write_head_checkpoint(prefix, scope, num_outputs, seed):
     return head
 
 
+@pytest.mark.onednn_both
 @pytest.mark.slow
 @pytest.mark.parametrize("scope, num_outputs", [("cls/tagging/", 5), ("cls/squad/", 2)])
 def test_a_tagger_and_a_squad_model_export_with_their_heads(tmp_path, tiny_weights, scope, num_outputs):
