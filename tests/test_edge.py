@@ -1,7 +1,8 @@
 """Edge export (`bert_tf.export.edge`, `tools/export_edge.py`): LiteRT and ONNX files of
-google_tiny and of a fine-tuned classifier, run in their own runtimes and compared with the
-original's float64 reference (`bert_tf.checkpoints.reference`), not with the Keras model the
-tool checks against; the tool's own check rules on arrays made in the test; bad input.
+google_tiny and of a fine-tuned classifier (with the exact, erf GELU of Hugging Face's BERTs),
+run in their own runtimes and compared with the original's float64 reference
+(`bert_tf.checkpoints.reference`), not with the Keras model the tool checks against; the tool's
+own check rules on arrays made in the test; bad input.
 
 `make test` exports one file per format (google_tiny to LiteRT, the classifier to ONNX, both
 float32); the whole format x quantisation x model matrix and the tagger and SQuAD heads are
@@ -54,9 +55,15 @@ def _options(tmp_path, fmt, quantize, checkpoint=mf.GOOGLE_TINY_CKPT, **changes)
 
 @pytest.fixture(scope="module")
 def classifier_checkpoint(tmp_path_factory):
-    """A checkpoint as the original's run_classifier writes it: (prefix, its weights)."""
-    prefix = str(tmp_path_factory.mktemp("classifier") / "model.ckpt-7")
-    return prefix, ff.write_original_finetuned_checkpoint(prefix, NUM_LABELS, 7, seed=11)
+    """A checkpoint as the original's run_classifier writes it, with the exact (erf) GELU of
+    Hugging Face's BERTs in its config: (prefix, its weights, the config file)."""
+    directory = tmp_path_factory.mktemp("classifier")
+    prefix = str(directory / "model.ckpt-7")
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    config.hidden_act = "gelu_exact"
+    config_file = directory / "bert_config.json"
+    config_file.write_text(config.to_json_string(), encoding="utf-8")
+    return prefix, ff.write_original_finetuned_checkpoint(prefix, NUM_LABELS, 7, seed=11), str(config_file)
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +82,9 @@ def _inputs(seed, batch=3, length=19):
     return {"input_ids": ids * mask, "input_mask": mask, "segment_ids": segments}
 
 
-def _reference(weights, inputs, head_weights=None):
+def _reference(weights, inputs, head_weights=None, config_file=mf.GOOGLE_TINY_CONFIG):
     """The float64 outputs of the original on `inputs`: the encoder's, or a classifier's."""
-    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    config = BertConfig.from_json_file(config_file)
     outputs = reference.reference_forward(
         weights, config, inputs["input_ids"], inputs["input_mask"], inputs["segment_ids"]
     )
@@ -119,7 +126,9 @@ def tiny_tflite(tmp_path_factory):
 @pytest.fixture(scope="module")
 def classifier_onnx(tmp_path_factory, classifier_checkpoint):
     tmp_path = tmp_path_factory.mktemp("classifier_onnx")
-    return tmp_path, edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=classifier_checkpoint[0]))
+    prefix, _, config_file = classifier_checkpoint
+    options = _options(tmp_path, "onnx", "none", checkpoint=prefix, bert_config_file=config_file)
+    return tmp_path, edge.export_edge(options)
 
 
 @pytest.mark.onednn_both
@@ -142,11 +151,11 @@ def test_a_finetuned_classifier_as_onnx_returns_the_originals_probabilities(
     classifier_onnx, classifier_checkpoint, tiny_weights
 ):
     tmp_path, result = classifier_onnx
-    prefix, weights = classifier_checkpoint
+    prefix, weights, config_file = classifier_checkpoint
     assert result.ok and result.edge.head == f"classifier with {NUM_LABELS} labels"
     assert [row.output for row in result.rows] == ["probabilities"]
     inputs = _inputs(seed=3)
-    expected = _reference(weights, inputs, head_weights=weights)
+    expected = _reference(weights, inputs, head_weights=weights, config_file=config_file)
     assert expected["probabilities"].shape == (3, NUM_LABELS)
     _assert_close_to_reference("onnx", result.path, "none", expected, inputs)
 
@@ -275,12 +284,18 @@ def float32_sizes():
 def test_every_format_and_quantisation_exports_and_passes_its_check(
     tmp_path, fmt, quantize, model, classifier_checkpoint, tiny_weights, float32_sizes
 ):
-    prefix, head_weights = classifier_checkpoint
-    checkpoint = prefix if model == "classifier" else mf.GOOGLE_TINY_CKPT
-    result = edge.export_edge(_options(tmp_path, fmt, quantize, checkpoint=checkpoint))
+    prefix, head_weights, config_file = classifier_checkpoint
+    if model == "classifier":
+        options = _options(tmp_path, fmt, quantize, checkpoint=prefix, bert_config_file=config_file)
+    else:
+        options = _options(tmp_path, fmt, quantize)
+    result = edge.export_edge(options)
     assert result.ok, [row.line() for row in result.rows]
     inputs = _inputs(seed=4)
-    expected = _reference(tiny_weights, inputs, head_weights if model == "classifier" else None)
+    if model == "classifier":
+        expected = _reference(tiny_weights, inputs, head_weights, config_file)
+    else:
+        expected = _reference(tiny_weights, inputs)
     _assert_close_to_reference(fmt, result.path, quantize, expected, inputs)
     if quantize == "none":
         float32_sizes[fmt, model] = result.size
