@@ -470,8 +470,9 @@ def convert_onnx(function, quantize, calibration, work_dir, hidden_size):
 
 def smooth_matmul_inputs(model, calibration, width):
     """SmoothQuant on an ONNX model: scales each input channel of the matmuls that read `width`
-    channels (the hidden states: every matmul with constant weights but the feed-forward output)
-    so that an int8 range per tensor fits their activations.
+    channels a row per token (the hidden states: every matmul with constant weights but the
+    feed-forward output's, the pooler's and a head's) so that an int8 range per tensor fits
+    their activations.
 
     Channel j of such an input x is divided by `s_j = max|x_j|^a / max|W_j|^(1 - a)` (a is
     `SMOOTHING_ALPHA`; `max|x_j|` over the calibration rows, `max|W_j|` over row j of the
