@@ -391,7 +391,7 @@ def hybrid_fully_connected(data):
     return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
 
 
-def convert_onnx(function, quantize, calibration, work_dir, hidden_size):
+def convert_onnx(function, quantize, calibration, work_dir, hidden_size, intermediate_size):
     """Converts an id function to ONNX.
 
     Args:
@@ -400,6 +400,7 @@ def convert_onnx(function, quantize, calibration, work_dir, hidden_size):
       calibration: For `int8`, the id arrays (by name) to calibrate on, a row at a time.
       work_dir: A directory for the intermediate files.
       hidden_size: The model's width (its config's `hidden_size`).
+      intermediate_size: The model's feed-forward width (its config's `intermediate_size`).
 
     Returns:
       The file's bytes.
@@ -430,7 +431,22 @@ def convert_onnx(function, quantize, calibration, work_dir, hidden_size):
     target = os.path.join(work_dir, f"{quantize}.onnx")
     onnx.save(proto, source)
     if quantize == "dynamic_int8":
-        quantization.quantize_dynamic(source, target, weight_type=quantization.QuantType.QInt8)
+        # Per-channel weights; the feed-forward matmuls' weights int8 too, but computed in float
+        # (`dequantized_weights`): their inputs (the LayerNorm's outlier dimension, GELU's outlier
+        # neuron) in one dynamic uint8 range per tensor lose the small values. On MiniLM (22
+        # sentences) per-tensor weights gave a cosine of 0.94, per-channel 0.985, with the
+        # feed-forward matmuls computed in float 0.997.
+        feed_forward = _feed_forward_matmuls(proto, intermediate_size)
+        quantization.quantize_dynamic(
+            source,
+            target,
+            weight_type=quantization.QuantType.QInt8,
+            per_channel=True,
+            nodes_to_exclude=feed_forward,
+        )
+        model = onnx.load(target)
+        dequantized_weights(model, feed_forward)
+        onnx.save(model, target)
     else:
         prepared = os.path.join(work_dir, "prepared.onnx")
         # Symbolic shape inference needs sympy, which onnxruntime does not install.
@@ -466,6 +482,54 @@ def convert_onnx(function, quantize, calibration, work_dir, hidden_size):
         )
     with open(target, "rb") as f:
         return f.read()
+
+
+def _feed_forward_matmuls(model, intermediate_size):
+    """The names of the ONNX graph's MatMul nodes whose constant weights have
+    `intermediate_size` among their dimensions: the feed-forward layers'."""
+    shapes = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul" and any(intermediate_size in shapes.get(i, ()) for i in node.input)
+    ]
+
+
+def dequantized_weights(model, names):
+    """Stores the constant [in, out] weights of the named MatMul nodes in int8, computed in float.
+
+    Each output channel gets a symmetric scale of its own; a `DequantizeLinear` before the MatMul
+    gives it the float weights back on each call, so the file holds a byte a weight and the
+    product is float (its input is not quantized).
+
+    Args:
+      model: An ONNX `ModelProto`, changed in place.
+      names: The MatMul nodes' names.
+    """
+    from onnx import helper, numpy_helper
+
+    initializers = {t.name: t for t in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        if node.name in names:
+            (name,) = [i for i in node.input if i in initializers]
+            kernel = numpy_helper.to_array(initializers[name]).astype(np.float32)
+            scale = np.maximum(np.max(np.abs(kernel), axis=0), np.finfo(np.float32).tiny) / 127.0
+            model.graph.initializer.remove(initializers[name])
+            model.graph.initializer.extend(
+                [
+                    numpy_helper.from_array(np.round(kernel / scale).astype(np.int8), f"{name}/int8"),
+                    numpy_helper.from_array(scale.astype(np.float32), f"{name}/scale"),
+                    numpy_helper.from_array(np.zeros(scale.shape, np.int8), f"{name}/zero_point"),
+                ]
+            )
+            inputs = [f"{name}/int8", f"{name}/scale", f"{name}/zero_point"]
+            nodes.append(
+                helper.make_node("DequantizeLinear", inputs, [name], name=f"{name}/dequantize", axis=1)
+            )
+        nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
 
 
 def smooth_matmul_inputs(model, calibration, width):
@@ -810,7 +874,12 @@ def export_edge(options):
             )
         else:
             data = convert_onnx(
-                function, options.quantize, calibration, work_dir, pretrained.config.hidden_size
+                function,
+                options.quantize,
+                calibration,
+                work_dir,
+                pretrained.config.hidden_size,
+                pretrained.config.intermediate_size,
             )
         local = os.path.join(work_dir, f"model.{options.format}")
         with open(local, "wb") as f:
