@@ -235,6 +235,42 @@ def test_smoothing_keeps_the_products_and_evens_the_channels_ranges():
     np.testing.assert_array_equal(numpy_helper.to_array(model.graph.initializer[2]), other.astype(np.float32))
 
 
+def test_dequantized_weights_are_stored_in_int8_and_multiply_in_float():
+    """`dequantized_weights` on a graph of two MatMuls: the named one's weights become int8 with a
+    scale per output channel, and its product stays near the float one; the other is unchanged."""
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    w, other = rng.normal(size=(64, 32)), rng.normal(size=(32, 8))
+    w[:, 5] *= 40  # an output channel of its own range
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["y"], name="feed_forward"),
+            helper.make_node("MatMul", ["y", "other"], ["u"], name="other"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 64])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, k]) for n, k in (("y", 32), ("u", 8))],
+        [numpy_helper.from_array(a.astype(np.float32), n) for a, n in ((w, "w"), (other, "other"))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    edge.dequantized_weights(model, ["feed_forward"])
+    onnx.checker.check_model(model)
+    stored = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert stored["w/int8"].dtype == np.int8 and stored["w/scale"].shape == (32,)
+    np.testing.assert_array_equal(stored["other"], other.astype(np.float32))
+    assert [n.op_type for n in model.graph.node] == ["DequantizeLinear", "MatMul", "MatMul"]
+    x = rng.normal(size=(5, 64)).astype(np.float32)
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(["y"], {"x": x})
+    want = x.astype(np.float64) @ w
+    # Each channel's error is within its own scale's rounding, the large channel's too.
+    per_channel = np.max(np.abs(y - want), axis=0) / np.max(np.abs(want), axis=0)
+    assert 0 < per_channel.max() < 0.02
+
+
 def test_hybrid_fully_connected_stores_int8_weights_that_compute_the_same(tmp_path):
     import tensorflow as tf
 
