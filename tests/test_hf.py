@@ -119,6 +119,14 @@ def test_hf_to_google_to_hf_gives_back_every_tensor_bit_for_bit(converted, name)
     )
 
 
+def test_every_written_file_has_the_same_permissions(converted):
+    """`model.safetensors` is written as the other files are (safetensors' `save_file` made it
+    mode 0600 where the others follow the umask)."""
+    for _, back, _ in converted.values():
+        modes = {name: os.stat(os.path.join(back, name)).st_mode & 0o777 for name in os.listdir(back)}
+        assert "model.safetensors" in modes and len(set(modes.values())) == 1, modes
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_written_config_is_transformers_own_for_the_keys_written(converted, name):
     """Each key written has the value transformers wrote for the same model, the activation

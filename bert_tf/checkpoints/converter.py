@@ -420,7 +420,9 @@ class ConvertOptions:
     output_dir: str = option(
         None, "With --hf_model: the directory to write the Google checkpoint and files to."
     )
-    hf_output_dir: str = option(None, "The Hugging Face directory to write the Google checkpoint to.")
+    hf_output_dir: str = option(
+        None, "Write the Google checkpoint of --init_checkpoint as this Hugging Face directory."
+    )
     vocab_file: str = option(None, "With --hf_output_dir: the checkpoint's vocab.txt.")
     do_lower_case: bool = option(None, "With --hf_output_dir: whether the tokenizer lower-cases.")
     labels_file: str = option(

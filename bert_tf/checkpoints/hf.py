@@ -578,7 +578,9 @@ def write_hf_model(model, directory):
         _write_text(
             os.path.join(tmp, CONFIG_FILE), json.dumps(hf_config_dict(model), indent=2, sort_keys=True) + "\n"
         )
-        safetensors.numpy.save_file(tensors, os.path.join(tmp, SAFETENSORS_FILE), metadata={"format": "pt"})
+        # Written by Python like the other files (safetensors' own `save_file` makes it mode 0600).
+        with open(os.path.join(tmp, SAFETENSORS_FILE), "wb") as f:
+            f.write(safetensors.numpy.save(tensors, metadata={"format": "pt"}))
         written = safetensors.numpy.load_file(os.path.join(tmp, SAFETENSORS_FILE))
         for name, value in tensors.items():
             if written[name].tobytes() != value.tobytes():
