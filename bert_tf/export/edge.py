@@ -352,6 +352,22 @@ def _convert_tflite_int8(saved_model_dir, calibration, intermediate_size):
         return hybrid_fully_connected(debugger.get_nondebug_quantized_model())
 
 
+def _int8_per_channel(kernel, axis):
+    """Symmetric int8 weights with a scale per channel along `axis` (the output channels).
+
+    Args:
+      kernel: A float32 2-D array.
+      axis: The axis of the output channels.
+
+    Returns:
+      (the int8 array, the float32 scales: `kernel` ~ int8 * scale along `axis`).
+    """
+    other = 1 - axis
+    scale = np.maximum(np.max(np.abs(kernel), axis=other), np.finfo(np.float32).tiny) / 127.0
+    quantized = np.round(kernel / np.expand_dims(scale, other)).astype(np.int8)
+    return quantized, scale.astype(np.float32)
+
+
 def hybrid_fully_connected(data):
     """Stores the float32 weights of a LiteRT file's float FULLY_CONNECTED ops in int8.
 
@@ -380,8 +396,8 @@ def hybrid_fully_connected(data):
         if buffer.data is None or len(buffer.data) == 0:  # weights computed, not stored
             continue
         kernel = np.frombuffer(buffer.data.tobytes(), np.float32).reshape(weights.shape)  # [out, in]
-        scale = np.maximum(np.max(np.abs(kernel), axis=1), np.finfo(np.float32).tiny) / 127.0
-        buffer.data = np.round(kernel / scale[:, None]).astype(np.int8).ravel().view(np.uint8)
+        quantized, scale = _int8_per_channel(kernel, axis=0)
+        buffer.data = quantized.ravel().view(np.uint8)
         weights.type = schema.TensorType.INT8
         weights.quantization = schema.QuantizationParametersT()
         weights.quantization.scale = scale.astype(np.float32).tolist()
@@ -513,13 +529,13 @@ def dequantized_weights(model, names):
     for node in model.graph.node:
         if node.name in names:
             (name,) = [i for i in node.input if i in initializers]
-            kernel = numpy_helper.to_array(initializers[name]).astype(np.float32)
-            scale = np.maximum(np.max(np.abs(kernel), axis=0), np.finfo(np.float32).tiny) / 127.0
+            kernel = numpy_helper.to_array(initializers[name]).astype(np.float32)  # [in, out]
+            quantized, scale = _int8_per_channel(kernel, axis=1)
             model.graph.initializer.remove(initializers[name])
             model.graph.initializer.extend(
                 [
-                    numpy_helper.from_array(np.round(kernel / scale).astype(np.int8), f"{name}/int8"),
-                    numpy_helper.from_array(scale.astype(np.float32), f"{name}/scale"),
+                    numpy_helper.from_array(quantized, f"{name}/int8"),
+                    numpy_helper.from_array(scale, f"{name}/scale"),
                     numpy_helper.from_array(np.zeros(scale.shape, np.int8), f"{name}/zero_point"),
                 ]
             )
