@@ -18,9 +18,9 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
+from bert_tf.modeling import BertClassifier
 from bert_tf.tasks.classifier import data as classifier_data
 from bert_tf.tasks.classifier import run as classifier_run
-from bert_tf.tasks.classifier import task as classifier_task
 from bert_tf.tasks.classifier.data import InputExample
 from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
 from bert_tf.text.tokenization import FullTokenizer
@@ -411,7 +411,7 @@ def test_records_hold_the_originals_features_one_per_example(tmp_path, tokenizer
 def test_head_is_top_level_output_weights_and_bias_with_dropout_in_training(fixtures_dir):
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
-    model = classifier_task.BertClassifier(config, 3)
+    model = BertClassifier(config, 3)
     shapes = {w.path: tuple(w.shape) for w in model.weights}
     assert shapes["output_weights"] == (3, 128) and shapes["output_bias"] == (3,)
     assert [p for p in shapes if not p.startswith("bert/")] == ["output_weights", "output_bias"]

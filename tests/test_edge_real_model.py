@@ -28,7 +28,7 @@ from bert_tf.checkpoints import reference
 from bert_tf.checkpoints.google import resolve_checkpoint_prefix
 from bert_tf.export import edge
 from bert_tf.export.edge import EdgeOptions, Runtime
-from bert_tf.tasks.features.data import InputExample
+from bert_tf.text.text_lines import InputExample
 from bert_tf.text.tokenization import FullTokenizer
 from tests import real_model, tool_runs
 

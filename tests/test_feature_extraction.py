@@ -15,6 +15,7 @@ from bert_tf.checkpoints import reference
 from bert_tf.tasks.features import data as features_data
 from bert_tf.tasks.features import task as features_task
 from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
+from bert_tf.text import text_lines
 from bert_tf.text.tokenization import FullTokenizer
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
@@ -59,7 +60,7 @@ def reference_layers(weights, config, ids, segments, seq_length):
 def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
     rows = fixture_lines(3)
     seq_length = 48
-    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(rows)]
+    examples = [text_lines.InputExample(i, row["text"]) for i, row in enumerate(rows)]
     results = list(
         features_task.extract_features(
             model, FullTokenizer(VOCAB, True), examples, seq_length, [-1, -2], batch_size=2
@@ -80,7 +81,7 @@ def test_single_sentences_match_the_reference(fixtures_dir, model, weights):
 def test_the_forward_pass_is_compiled_once_for_a_partial_last_batch(fixtures_dir):
     """Three batches, the last one short: it is padded, so the compiled pass is not retraced."""
     model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
-    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(fixture_lines(5))]
+    examples = [text_lines.InputExample(i, row["text"]) for i, row in enumerate(fixture_lines(5))]
     results = list(
         features_task.extract_features(model, FullTokenizer(VOCAB, True), examples, 32, [-1], batch_size=2)
     )
@@ -91,7 +92,7 @@ def test_the_forward_pass_is_compiled_once_for_a_partial_last_batch(fixtures_dir
 def test_pairs_use_segment_one_for_text_b(fixtures_dir, model, weights):
     a, b = fixture_lines(2)
     seq_length = 32  # the pair has 44 wordpieces: truncated longest-first to 29
-    example = features_data.InputExample(7, a["text"], b["text"])
+    example = text_lines.InputExample(7, a["text"], b["text"])
     (result,) = features_task.extract_features(model, FullTokenizer(VOCAB, True), [example], seq_length, [-1])
     tokens_a, tokens_b = list(a["ids"]), list(b["ids"])
     assert len(tokens_a) + len(tokens_b) > seq_length - 3
@@ -141,7 +142,7 @@ def test_a_long_text_is_read_from_each_pieces_max_context_window(fixtures_dir, m
         rows_want.append(reference[-1][layer][n + 1])
         want[layer] = np.array(rows_want)
 
-    examples = [features_data.InputExample(0, long_text), features_data.InputExample(1, rows[3]["text"])]
+    examples = [text_lines.InputExample(0, long_text), text_lines.InputExample(1, rows[3]["text"])]
     tokenizer = FullTokenizer(VOCAB, True)
     encoded = list(
         features_task.encode_documents(model, tokenizer, examples, seq_length, [-1, 0], 3, doc_stride=stride)
@@ -161,15 +162,15 @@ def test_a_long_text_is_read_from_each_pieces_max_context_window(fixtures_dir, m
     with pytest.raises(ValueError, match=r"^example 4: a pair; doc_stride reads single texts$"):
         list(
             features_task.encode_documents(
-                model, tokenizer, [features_data.InputExample(4, "a", "b")], 16, [-1], 3, 5
+                model, tokenizer, [text_lines.InputExample(4, "a", "b")], 16, [-1], 3, 5
             )
         )
 
 
 def test_texts_that_fit_in_one_window_give_todays_features(fixtures_dir, model):
     rows = [row for row in fixture_lines(20) if len(row["ids"]) <= 62][:4]
-    examples = [features_data.InputExample(i, row["text"]) for i, row in enumerate(rows)]
-    examples.append(features_data.InputExample(4, ""))
+    examples = [text_lines.InputExample(i, row["text"]) for i, row in enumerate(rows)]
+    examples.append(text_lines.InputExample(4, ""))
     tokenizer = FullTokenizer(VOCAB, True)
     today = list(features_task.extract_features(model, tokenizer, examples, 64, [-1, -2], 2))
     assert len(today) == 5 and max(len(r["features"]) for r in today) > 40
@@ -182,14 +183,14 @@ def test_texts_that_fit_in_one_window_give_todays_features(fixtures_dir, model):
 def test_read_examples_splits_pairs(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"  one  \nleft ||| right\n\xff\xfebroken utf8\n")
-    examples = list(features_data.read_examples(str(path)))
+    examples = list(text_lines.read_examples(str(path)))
     assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
         (0, "one", None),
         (1, "left", "right"),
         (2, "broken utf8", None),
     ]
     with pytest.raises(ValueError, match=r"nothere\.txt: no such input file"):
-        list(features_data.read_examples(str(tmp_path / "nothere.txt")))
+        list(text_lines.read_examples(str(tmp_path / "nothere.txt")))
 
 
 def test_lines_are_read_as_the_originals_gfile_reads_them(tmp_path):
@@ -202,7 +203,7 @@ def test_lines_are_read_as_the_originals_gfile_reads_them(tmp_path):
     with tf.io.gfile.GFile(str(path), "r") as reader:
         original = [line.strip() for line in reader]
     assert [
-        e.text_a + (f" ||| {e.text_b}" if e.text_b else "") for e in features_data.read_examples(str(path))
+        e.text_a + (f" ||| {e.text_b}" if e.text_b else "") for e in text_lines.read_examples(str(path))
     ] == original
 
 
@@ -210,7 +211,7 @@ def test_an_empty_input_is_an_error_that_keeps_the_earlier_output(tmp_path):
     empty, output = tmp_path / "empty.txt", tmp_path / "features.jsonl"
     empty.write_bytes(b"")
     output.write_text('{"linex_index": 0}\n')
-    records = ({"linex_index": e.unique_id} for e in features_data.read_examples(str(empty)))
+    records = ({"linex_index": e.unique_id} for e in text_lines.read_examples(str(empty)))
     with pytest.raises(ValueError, match=r"empty\.txt: the input file is empty"):
         features_data.write_jsonl(records, str(output))
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "features.jsonl"]

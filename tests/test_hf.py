@@ -20,13 +20,10 @@ import safetensors.numpy
 from bert_tf.checkpoints import converter, hf, reference
 from bert_tf.checkpoints.converter import ConvertOptions, run_convert
 from bert_tf.checkpoints.pretrained import load_weights, open_pretrained
-from bert_tf.modeling import BertPretrainer
+from bert_tf.modeling import BertClassifier, BertPretrainer, BertSquad, BertTagger
 from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
-from bert_tf.tasks.classifier.task import BertClassifier
 from bert_tf.tasks.squad.run import SquadOptions
-from bert_tf.tasks.squad.task import BertSquad
 from bert_tf.tasks.tagging.run import TaggingOptions
-from bert_tf.tasks.tagging.task import BertTagger
 from bert_tf.text.tokenization import FullTokenizer
 from bert_tf.training.runner import Runner
 from tests import model_fixtures as mf
@@ -428,10 +425,20 @@ BAD_INPUT = {
     "activation": ("classifier", set_config("hidden_act", "silu"), r"config\.json: hidden_act 'silu'"),
     "architecture": (
         "classifier",
-        set_config("architectures", ["BertForMultipleChoice"]),
-        r"config\.json: architectures \['BertForMultipleChoice'\] is not supported",
+        set_config("architectures", ["BertForNextSentencePrediction"]),
+        r"config\.json: architectures \['BertForNextSentencePrediction'\] is not supported",
     ),
-    "labels": ("classifier", set_config("id2label", {"0": "a"}), r"config\.json: id2label names 1 labels"),
+    "labels": (
+        "classifier",
+        set_config("id2label", {"0": "a", "1": "b"}),
+        r"config\.json: id2label names 2 labels, the classifier has 3 outputs",
+    ),
+    # transformers' rule: one label is a regression, whose layer has one output.
+    "regression": (
+        "classifier",
+        set_config("id2label", {"0": "a"}),
+        r"classifier: the classifier of a regressor has 3 outputs, not 1",
+    ),
     "tokenizer": ("model", set_tokenizer_model_type, r"tokenizer\.json: model\.type 'BPE' is not supported"),
     "missing tensor": (
         "tagger",

@@ -107,14 +107,37 @@ def test_the_package_has_no_import_cycle():
     assert _cycles(graph) == []
 
 
-def test_training_imports_no_job():
-    graph = _import_graph()
+def _imports_across(graph, importer, imported):
+    """`{module: [names]}` of the modules under `importer` that import modules under `imported`."""
     offending = {
-        module: sorted(name for name in imported if name.startswith("bert_tf.tasks"))
-        for module, imported in graph.items()
-        if module.startswith("bert_tf.training")
+        module: sorted(name for name in names if name.startswith(imported))
+        for module, names in graph.items()
+        if module.startswith(importer)
     }
-    assert {module: names for module, names in offending.items() if names} == {}
+    return {module: names for module, names in offending.items() if names}
+
+
+@pytest.mark.parametrize(
+    "importer, imported",
+    [
+        ("bert_tf.training", "bert_tf.tasks"),  # the trainer knows no job
+        ("bert_tf.training", "bert_tf.export"),  # jobs export; the trainer trains
+        ("bert_tf.export", "bert_tf.tasks"),  # an export reads the heads' table, not a job
+        ("bert_tf.checkpoints", "bert_tf.tasks"),
+        ("bert_tf.modeling", "bert_tf.tasks"),
+    ],
+)
+def test_no_module_imports_across_the_floors(importer, imported):
+    graph = _import_graph()
+    assert _imports_across(graph, importer, imported) == {}
+
+
+def test_the_floors_rule_sees_an_import_across_them():
+    """The check above can fail: a graph with one such import is caught."""
+    graph = {"bert_tf.export.edge": {"bert_tf.tasks.features.data"}, "bert_tf.tasks.x": set()}
+    assert _imports_across(graph, "bert_tf.export", "bert_tf.tasks") == {
+        "bert_tf.export.edge": ["bert_tf.tasks.features.data"]
+    }
 
 
 def _code_tokens(path):

@@ -34,6 +34,7 @@ from bert_tf.tasks.squad import data as squad_data
 from bert_tf.tasks.squad import evaluation as squad_evaluation
 from bert_tf.tasks.squad import predictions as squad_predictions
 from bert_tf.tasks.tagging import data as tagging_data
+from bert_tf.text import text_lines
 from bert_tf.text.tokenization import FullTokenizer, load_vocab
 from bert_tf.text.vocabulary import build_vocab
 from tests import model_fixtures as mf
@@ -271,18 +272,18 @@ def test_feature_extraction_input_and_output_on_ram(ram):
     tf.io.gfile.makedirs(f"{ram}/in")
     with tf.io.gfile.GFile(path, "wb") as f:
         f.write(("\n".join(lines) + "\n").encode("utf-8") + b"bad \xff byte\n")
-    examples = list(features_data.read_examples(path))
+    examples = list(text_lines.read_examples(path))
     assert examples == [
-        features_data.InputExample(0, "Who was Jim Henson ?", "Jim Henson was a puppeteer."),
-        features_data.InputExample(1, "caf\xe9 \u6771\u4eac"),
-        features_data.InputExample(2, "bad  byte"),
+        text_lines.InputExample(0, "Who was Jim Henson ?", "Jim Henson was a puppeteer."),
+        text_lines.InputExample(1, "caf\xe9 \u6771\u4eac"),
+        text_lines.InputExample(2, "bad  byte"),
     ]
     records = [{"linex_index": i, "features": [{"token": "x", "layers": []}]} for i in range(3)]
     assert features_data.write_jsonl(iter(records), f"{ram}/out/features.jsonl") == 3
     assert [json.loads(line) for line in read_text(f"{ram}/out/features.jsonl").splitlines()] == records
     assert listing(f"{ram}/out") == ["features.jsonl"]
     with pytest.raises(ValueError, match=r"/nope\.txt: no such input file"):
-        list(features_data.read_examples(f"{ram}/nope.txt"))
+        list(text_lines.read_examples(f"{ram}/nope.txt"))
 
 
 # --- Fine-tuning ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, load_google_checkpoint
+from bert_tf.modeling import BertSquad
 from bert_tf.tasks.squad import data as squad_data
 from bert_tf.tasks.squad import predictions as squad_predictions
 from bert_tf.tasks.squad import run as squad_run
@@ -305,7 +306,7 @@ def test_squad_2_train_and_predict_files(fixtures_dir, tmp_path):
     ]
 
     # The three files: the original's structure, recomputed from the trained checkpoint.
-    model = squad_task.BertSquad(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    model = BertSquad(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
     load_google_checkpoint(model, str(output_dir / "model.ckpt-3"))
     inputs = {
         k: np.array([r[k] for r in records], np.int32) for k in ("input_ids", "input_mask", "segment_ids")

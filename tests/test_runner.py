@@ -124,8 +124,7 @@ def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
     import keras
 
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classifier.task import BertClassifier
-    from bert_tf.tasks.tagging.task import BertTagger
+    from bert_tf.modeling import BertClassifier, BertTagger
 
     config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
     ids = np.array([[101, 3899, 1037, 102, 0]], np.int32)

@@ -206,9 +206,7 @@ def test_heads_only_pretrainer_round_trips():
 def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
     """The fine-tuning models were plain Keras models: `get_config` and `.save` failed. Their
     weights, outputs and the untrained pooler's frozen flag survive a `.keras` file."""
-    from bert_tf.tasks.classifier.task import BertClassifier
-    from bert_tf.tasks.squad.task import BertSquad
-    from bert_tf.tasks.tagging.task import BertTagger
+    from bert_tf.modeling import BertClassifier, BertSquad, BertTagger
 
     config = BertConfig(
         vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
@@ -236,12 +234,12 @@ def test_task_models_round_trip_through_a_keras_file(tmp_path, task):
 
 _LOAD_OLD_FILES = """
 import json, os, sys
-# Nothing of the tasks imported yet (a process forked by tool_runs has imported other modules).
+# No fine-tuning job imported (a process forked by tool_runs has imported other modules).
 assert not [m for m in sys.modules if m.startswith(("bert_tf.tasks.classifier", "bert_tf.tasks.squad",
                                                     "bert_tf.tasks.tagging"))]
 import keras
 import numpy as np
-import bert_tf.tasks.classifier, bert_tf.tasks.squad, bert_tf.tasks.tagging  # the packages only
+import bert_tf.modeling  # the package only
 directory = sys.argv[1]
 with open(os.path.join(directory, "outputs.json")) as f:
     expected = json.load(f)
@@ -256,9 +254,10 @@ print(json.dumps(worst))
 """
 
 
-def test_keras_files_saved_before_the_tasks_were_packages_still_load():
-    """The fine-tuned models moved from `bert_tf.tasks.<job>` to `bert_tf.tasks.<job>.task`;
-    importing the package registers each with Keras, as importing the module did."""
+def test_keras_files_saved_before_the_models_moved_still_load():
+    """The fine-tuned models moved from `bert_tf.tasks.<job>` to `bert_tf.tasks.<job>.task`, then
+    to `bert_tf.modeling.finetuning` on one base class; their registered names stayed, and
+    importing `bert_tf.modeling` registers them all."""
     import os
     import sys
 

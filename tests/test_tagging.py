@@ -14,9 +14,9 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
+from bert_tf.modeling import BertTagger
 from bert_tf.tasks.tagging import data as tagging_data
 from bert_tf.tasks.tagging import run as tagging_run
-from bert_tf.tasks.tagging import task as tagging_task
 from bert_tf.tasks.tagging.data import TaggingExample
 from bert_tf.tasks.tagging.metrics import chunks, entity_scores
 from bert_tf.text.tokenization import FullTokenizer
@@ -313,7 +313,7 @@ def test_entity_scores_count_exact_spans_and_types():
 
 
 def test_head_names_and_the_untrained_pooler(fixtures_dir):
-    model = tagging_task.BertTagger(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), 5)
+    model = BertTagger(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), 5)
     shapes = {w.path: tuple(w.shape) for w in model.weights}
     assert shapes["cls/tagging/output_weights"] == (5, 128) and shapes["cls/tagging/output_bias"] == (5,)
     assert [p for p in shapes if not p.startswith("bert/")] == [

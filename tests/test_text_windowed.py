@@ -20,8 +20,7 @@ import tensorflow_text  # noqa: F401  (the text signatures' ops)
 from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.export import ExportModule, NamedLabels, ServedModel, export_saved_model
 from bert_tf.export.bert import ExportOptions, run_export
-from bert_tf.tasks.classifier.task import BertClassifier
-from bert_tf.tasks.tagging.task import BertTagger
+from bert_tf.modeling import BertClassifier, BertTagger
 from bert_tf.text.packing import pack_inputs
 from bert_tf.text.windows import DocSpan, doc_spans, max_context_spans
 from bert_tf.tokenization import FullTokenizer

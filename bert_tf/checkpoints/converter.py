@@ -373,18 +373,16 @@ def google_to_hf(
     shapes = reader.get_variable_to_shape_map()
     # Optimizer slots are named below their weight; the step counter is none.
     names = [n for n in shapes if n != "global_step" and not ("/" in n and n.rsplit("/", 1)[0] in shapes)]
-    architecture = hf.architecture_of(names)
-    spec = hf.ARCHITECTURES[architecture]
-    wanted = [google for google, _, _ in hf.name_map(pretrained.config, architecture)]
+    architecture, head, width = hf.architecture_of({name: shapes[name] for name in names})
+    wanted = [google for google, _, _ in hf.name_map(pretrained.config, architecture, head=head)]
     weights = {name: reader.get_tensor(name) for name in wanted if name in shapes}
     labels = None
-    if spec.labels:
-        outputs = shapes[f"{spec.task_head}output_bias"][0]
-        labels = hf.read_labels(labels_file) if labels_file else [f"LABEL_{i}" for i in range(outputs)]
-        if len(labels) != outputs:
+    if head is not None and head.labels:
+        labels = hf.read_labels(labels_file) if labels_file else [f"LABEL_{i}" for i in range(width)]
+        if len(labels) != width:
             raise ValueError(
                 f"--labels_file: {labels_file} names {len(labels)} labels, the checkpoint's "
-                f"{spec.task_head}output_weights has {outputs}"
+                f"{head.variable_names()[0]} has {width}"
             )
     elif labels_file:
         raise ValueError(f"--labels_file: the checkpoint's model, a {architecture}, has no labels")
@@ -396,6 +394,7 @@ def google_to_hf(
         do_lower_case=do_lower_case,
         labels=labels,
         unused=sorted(set(names) - set(weights)),
+        head=head,
     )
     hf.write_hf_model(model, hf_output_dir)
     return model

@@ -10,10 +10,11 @@ WordPiece vocabulary; `tokenizer_config.json`. Other files are not read.
 Names: HF's `bert.encoder.layer.0.attention.self.query.weight` is the original's
 `bert/encoder/layer_0/attention/self/query/kernel`, transposed (a torch `Linear` holds
 [out, in], a TF1 dense kernel [in, out]); `LayerNorm.weight`/`.bias` are `gamma`/`beta`; an
-embedding table is the same array. The heads (`ARCHITECTURES`) take the names the original's
-scripts and bert_tf's tools use: `cls/predictions/*` and `cls/seq_relationship/*` (the
-pretraining heads, whose `[2, H]` weights are [out, in] on both sides), `output_weights`
-(`run_classifier`), `cls/tagging/*` (`run_tagger`), `cls/squad/*` (`run_squad`).
+embedding table is the same array. The pretraining heads keep the original's names,
+`cls/predictions/*` and `cls/seq_relationship/*` (whose `[2, H]` weights are [out, in] on both
+sides); a fine-tuning head's output layer takes the Google and HF names of its entry in
+`bert_tf.modeling.head_table.HEADS` (transformers' `BertForSequenceClassification` is the
+classifier, or the regressor where its problem is a regression).
 
 Only what the original's model and tokenizer compute is read: anything else (another
 `model_type`, relative positions, another layer-norm epsilon, a tokenizer other than WordPiece)
@@ -35,6 +36,7 @@ from bert_tf import files
 from bert_tf.checkpoints import parameters
 from bert_tf.checkpoints.google import POOLER_SCOPE
 from bert_tf.config import GOOGLE_KEYS, BertConfig
+from bert_tf.modeling.head_table import HEADS, head_named, head_of_checkpoint
 from bert_tf.modeling.layer_norm import EPSILON
 from bert_tf.text import tokenization
 
@@ -81,27 +83,19 @@ class Architecture:
 
     Attributes:
       pooler: Whether transformers builds it with the pooler.
-      heads: The original's head scopes it has (`cls/predictions`, ...).
-      task_head: The Google scope of its task head (`""` for run_classifier's top-level
-        `output_weights`), or None.
-      hf_head: The HF module of that task head (`classifier`, `qa_outputs`).
-      labels: Whether the task head's outputs are named labels (`id2label`).
+      heads: The original's pretraining head scopes it has (`cls/predictions`, ...).
     """
 
     pooler: bool
     heads: tuple = ()
-    task_head: str = None
-    hf_head: str = None
-    labels: bool = False
 
 
+# The classes without a fine-tuning head, then those of the heads' table.
 ARCHITECTURES = {
     "BertModel": Architecture(pooler=True),
     "BertForPreTraining": Architecture(pooler=True, heads=_PRETRAINING_HEAD),
     "BertForMaskedLM": Architecture(pooler=False, heads=_MASKED_LM_HEAD),
-    "BertForSequenceClassification": Architecture(True, (), "", "classifier", labels=True),
-    "BertForTokenClassification": Architecture(False, (), "cls/tagging/", "classifier", labels=True),
-    "BertForQuestionAnswering": Architecture(False, (), "cls/squad/", "qa_outputs"),
+    **{head.hf_architecture: Architecture(pooler=head.hf_pooler) for head in HEADS},
 }
 
 
@@ -119,13 +113,14 @@ def _hf_encoder_name(google_name):
     return name.replace("output_weights", "weight").replace("output_bias", "bias"), False
 
 
-def name_map(config, architecture, pooler=None):
+def name_map(config, architecture, pooler=None, head=None):
     """The original's names of a model of `architecture` and their HF names.
 
     Args:
       config: The `BertConfig`.
       architecture: A key of `ARCHITECTURES`.
       pooler: Whether the pooler is included (None: as transformers builds the architecture).
+      head: The fine-tuning `Head` of the model (`bert_tf.modeling.head_table`), or None.
 
     Returns:
       A list of `(google_name, hf_name, transposed)` in the original's order.
@@ -140,11 +135,9 @@ def name_map(config, architecture, pooler=None):
         and (name.startswith("bert/") or name.startswith(tuple(h + "/" for h in spec.heads)))
     ]
     rows = [(name, *_hf_encoder_name(name)) for name in names]
-    if spec.task_head is not None:
-        rows += [
-            (f"{spec.task_head}output_weights", f"{spec.hf_head}.weight", False),
-            (f"{spec.task_head}output_bias", f"{spec.hf_head}.bias", False),
-        ]
+    if head is not None:  # [width, H] is [out, in] on both sides
+        weights, bias = head.variable_names()
+        rows += [(weights, f"{head.hf_module}.weight", False), (bias, f"{head.hf_module}.bias", False)]
     return rows
 
 
@@ -160,6 +153,7 @@ class HfModel:
       do_lower_case: The original tokenizer's setting that reproduces HF's tokenizer.
       labels: The task head's labels in id order (`id2label`), or None.
       unused: HF tensors not converted (e.g. `embeddings.position_ids`), sorted.
+      head: The fine-tuning `Head` (`bert_tf.modeling.head_table`), or None.
     """
 
     config: BertConfig
@@ -169,6 +163,7 @@ class HfModel:
     do_lower_case: bool
     labels: list = None
     unused: list = dataclasses.field(default_factory=list)
+    head: object = None
 
 
 def _read_json(path):
@@ -183,10 +178,11 @@ def _read_json(path):
 
 
 def read_hf_config(directory):
-    """Reads `config.json` into the original's config, the architecture and the labels.
+    """Reads `config.json` into the original's config, the architecture, its fine-tuning head and
+    the labels.
 
     Returns:
-      `(config, architecture, labels or None)`.
+      `(config, architecture, head or None, labels or None)`.
 
     Raises:
       ValueError: The file is missing, or describes what the original's model does not compute;
@@ -223,8 +219,12 @@ def read_hf_config(directory):
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}") from None
     labels = None
-    if ARCHITECTURES[architecture].labels:
-        id2label = data.get("id2label")
+    id2label = data.get("id2label")
+    try:
+        head = head_named(architecture, data.get("problem_type"), len(id2label) if id2label else None)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    if head is not None and head.labels:
         if not isinstance(id2label, dict) or not id2label:
             refuse("id2label", f"must name the labels of a {architecture}")
         try:
@@ -234,7 +234,7 @@ def read_hf_config(directory):
         if ids != list(range(len(ids))):
             refuse("id2label", "must be keyed by the ids 0, 1, ...")
         labels = [str(id2label[str(i)] if str(i) in id2label else id2label[i]) for i in ids]
-    return config, architecture, labels
+    return config, architecture, head, labels
 
 
 class _Tensors:
@@ -318,7 +318,7 @@ class _TorchFile:
         return self._state[name].float().numpy()
 
 
-def _hf_weights(directory, config, architecture):
+def _hf_weights(directory, config, architecture, head):
     """The original's weights of the HF model in `directory` (`name_map`), and the HF tensors
     left over."""
     tensors = _Tensors(directory)
@@ -334,7 +334,7 @@ def _hf_weights(directory, config, architecture):
         aliases[renamed] = name
     has_pooler = "bert.pooler.dense.weight" in aliases or "bert.pooler.dense.bias" in aliases
     weights = {}
-    for google_name, hf_name, transposed in name_map(config, architecture, pooler=has_pooler):
+    for google_name, hf_name, transposed in name_map(config, architecture, has_pooler, head):
         if hf_name not in aliases:
             raise ValueError(f"{directory}: the {architecture} has no tensor {hf_name.removeprefix(prefix)}")
         source = aliases.pop(hf_name)
@@ -477,47 +477,51 @@ def read_hf_model(directory):
     """
     if not files.isdir(directory):
         raise ValueError(f"--hf_model: {directory}: no such directory")
-    config, architecture, labels = read_hf_config(directory)
+    config, architecture, head, labels = read_hf_config(directory)
     vocab, do_lower_case = _tokenizer_settings(directory)
     if len(vocab) > config.vocab_size:
         raise ValueError(
             f"{directory}: the vocabulary has {len(vocab)} tokens but {CONFIG_FILE}'s vocab_size is "
             f"{config.vocab_size}"
         )
-    weights, unused = _hf_weights(directory, config, architecture)
-    spec = ARCHITECTURES[architecture]
-    if labels is not None and len(labels) != len(weights[f"{spec.task_head}output_bias"]):
-        raise ValueError(
-            f"{os.path.join(directory, CONFIG_FILE)}: id2label names {len(labels)} labels, the "
-            f"{spec.hf_head} has {len(weights[f'{spec.task_head}output_bias'])} outputs"
-        )
-    return HfModel(config, architecture, weights, vocab, do_lower_case, labels, unused)
+    weights, unused = _hf_weights(directory, config, architecture, head)
+    if head is not None:
+        width = len(weights[head.variable_names()[1]])
+        if labels is not None and len(labels) != width:
+            raise ValueError(
+                f"{os.path.join(directory, CONFIG_FILE)}: id2label names {len(labels)} labels, the "
+                f"{head.hf_module} has {width} outputs"
+            )
+        if head.width is not None and width != head.width:
+            raise ValueError(
+                f"{directory}: the {head.hf_module} of a {head.name} has {width} outputs, not {head.width}"
+            )
+    return HfModel(config, architecture, weights, vocab, do_lower_case, labels, unused, head)
 
 
-def architecture_of(names):
+def architecture_of(shapes):
     """The HF architecture of a Google checkpoint's weights, from its heads.
 
     Args:
-      names: The checkpoint's weight names (optimizer slots left out).
+      shapes: The checkpoint's weight name -> shape (optimizer slots left out).
 
     Returns:
-      A key of `ARCHITECTURES`.
+      `(architecture, head, width)`: a key of `ARCHITECTURES`, and the fine-tuning `Head` with
+      its number of outputs (`bert_tf.modeling.head_table.head_of_checkpoint`), or None, None.
 
     Raises:
       ValueError: The names hold the heads of two architectures.
     """
-    found = []
+    head, width = head_of_checkpoint(shapes)
+    found = [head.hf_architecture] if head is not None else []
     for architecture, spec in ARCHITECTURES.items():
-        if spec.task_head is not None:
-            if f"{spec.task_head}output_weights" in names:
-                found.append(architecture)
-        elif spec.heads and all(any(n.startswith(head + "/") for n in names) for head in spec.heads):
+        if spec.heads and all(any(n.startswith(scope + "/") for n in shapes) for scope in spec.heads):
             found.append(architecture)
     if "BertForPreTraining" in found:
         found.remove("BertForMaskedLM")
     if len(found) > 1:
         raise ValueError(f"the checkpoint has the heads of {' and '.join(found)}: one at most converts")
-    return found[0] if found else "BertModel"
+    return (found[0] if found else "BertModel"), head, width
 
 
 def hf_config_dict(model):
@@ -531,9 +535,16 @@ def hf_config_dict(model):
         layer_norm_eps=EPSILON,
         pad_token_id=0,
     )
-    if model.labels is not None:
-        data["id2label"] = {str(i): label for i, label in enumerate(model.labels)}
-        data["label2id"] = {label: i for i, label in enumerate(model.labels)}
+    labels = model.labels
+    head = model.head
+    if head is not None and head.problem_type is not None and not head.labels:
+        # A head transformers tells from its class by the problem (the regressor), which
+        # counts its outputs by id2label (two where it is absent).
+        data["problem_type"] = head.problem_type
+        labels = [f"LABEL_{i}" for i in range(len(model.weights[head.variable_names()[1]]))]
+    if labels is not None:
+        data["id2label"] = {str(i): label for i, label in enumerate(labels)}
+        data["label2id"] = {label: i for i, label in enumerate(labels)}
     return data
 
 
@@ -542,7 +553,9 @@ def hf_tensors(model):
     `from_pretrained` names them for the architecture (the pooler where it has one)."""
     spec = ARCHITECTURES[model.architecture]
     tensors = {}
-    for google_name, hf_name, transposed in name_map(model.config, model.architecture, pooler=spec.pooler):
+    for google_name, hf_name, transposed in name_map(
+        model.config, model.architecture, spec.pooler, model.head
+    ):
         if google_name not in model.weights:
             raise ValueError(f"the checkpoint has no {google_name}, which a {model.architecture} needs")
         value = np.asarray(model.weights[google_name], dtype=np.float32)

@@ -35,12 +35,12 @@ import tensorflow as tf
 
 from bert_tf import files, onednn
 from bert_tf.checkpoints.google import open_checkpoint, resolve_checkpoint_prefix
-from bert_tf.checkpoints.hf import ARCHITECTURES, architecture_of
 from bert_tf.checkpoints.pretrained import is_keras_file, load_weights, open_pretrained
 from bert_tf.export.module import ID_INPUTS
 from bert_tf.modeling import BertPretrainer
+from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, head_of_checkpoint, head_of_model
 from bert_tf.options import option
-from bert_tf.tasks.features.data import InputExample, convert_example, read_examples
+from bert_tf.text.text_lines import InputExample, convert_example, read_examples
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ DEFAULT_CHECK_TEXTS = (
     "Quantized models trade a little accuracy for a smaller, faster file.",
 )
 # How an output is compared in an int8 file (`check_outputs`).
-PER_TOKEN, PER_EXAMPLE, CLASSES = "per_token", "per_example", "classes"
+ENCODER_OUTPUTS = {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}
 
 
 @dataclasses.dataclass
@@ -156,44 +156,32 @@ def require_format(fmt):
 def edge_model(pretrained):
     """The model of a `Pretrained`'s checkpoint with the head it holds.
 
-    A Google checkpoint with `output_weights` (the original's classifier), `cls/tagging/` or
-    `cls/squad/` gives `BertClassifier`, `BertTagger` or `BertSquad` (the number of labels
-    from the head's shape), any other the `BertModel`; a `.keras` file its `BertModel` (a
-    `BertPretrainer`'s encoder).
+    A Google checkpoint with a fine-tuning head (`bert_tf.modeling.head_table.head_of_checkpoint`)
+    gives that head's model (the number of labels from its shape), any other the `BertModel`; a
+    `.keras` file its `BertModel` (a `BertPretrainer`'s encoder), or the fine-tuned model it is.
 
     Returns:
       An `EdgeModel` with the weights loaded.
     """
-    from bert_tf.tasks.classifier.task import BertClassifier
-    from bert_tf.tasks.squad.task import BertSquad
-    from bert_tf.tasks.tagging.task import BertTagger
-
     config = pretrained.config
-    architecture, num_labels = "BertModel", None
-    if not is_keras_file(pretrained.init_checkpoint):
-        shapes = open_checkpoint(
-            resolve_checkpoint_prefix(pretrained.init_checkpoint)
-        ).get_variable_to_shape_map()
-        architecture = architecture_of(set(shapes))
-        task_head = ARCHITECTURES[architecture].task_head
-        if task_head is not None:
-            num_labels = shapes[f"{task_head}output_bias"][0]
-    if architecture == "BertForSequenceClassification":
-        model, outputs = BertClassifier(config, num_labels), {"probabilities": CLASSES}
-        head = f"classifier with {num_labels} labels"
-    elif architecture == "BertForTokenClassification":
-        model, outputs = BertTagger(config, num_labels), {"probabilities": PER_TOKEN}
-        head = f"tagger with {num_labels} labels"
-    elif architecture == "BertForQuestionAnswering":
-        model, outputs = BertSquad(config), {"start_logits": PER_TOKEN, "end_logits": PER_TOKEN}
-        head = "SQuAD span head"
-    else:
+    if is_keras_file(pretrained.init_checkpoint):
         model, _ = pretrained.model()
         if isinstance(model, BertPretrainer):
             model = model.bert
-        return EdgeModel(model, {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}, "BertModel")
+        head = head_of_model(model)
+        if head is None:
+            return EdgeModel(model, ENCODER_OUTPUTS, "BertModel")
+        return EdgeModel(model, head.outputs, head.name)
+    shapes = open_checkpoint(
+        resolve_checkpoint_prefix(pretrained.init_checkpoint)
+    ).get_variable_to_shape_map()
+    head, width = head_of_checkpoint(shapes)
+    if head is None:
+        model, _ = pretrained.model()
+        return EdgeModel(model, ENCODER_OUTPUTS, "BertModel")
+    model = head.build(config, width)
     load_weights(model, pretrained.init_checkpoint)
-    return EdgeModel(model, outputs, head)
+    return EdgeModel(model, head.outputs, f"{head.name} with {width} labels" if head.labels else head.name)
 
 
 def id_specs():

@@ -21,7 +21,7 @@ rest, the same way for every job:
   `task.eval_keys` where it has them (e.g. `accuracy` -> `eval_accuracy`);
 - `predict(model, dataset, num_records, output_names)`: the model's outputs for every record,
   in order, as NumPy arrays;
-- `restore(model)`, `export(...)`.
+- `restore(model)`, and `model_to_export(factory)` (the chief's float32 model, restored).
 
 The fine-tuning jobs train on feature files (`bert_tf.data.records`) for a number of epochs:
 `train_records`, `evaluate_records` and `predict_records` are the three above on such a file,
@@ -403,59 +403,18 @@ class Runner:
         logger.info("***** Running prediction *****  records %d, batches %d", num_records, num_batches)
         return self.predict(model, dataset, num_records, output_names)
 
-    def export(
-        self,
-        factory,
-        output_names,
-        labels=None,
-        text_tokens=False,
-        max_text_a_tokens=None,
-        doc_stride=None,
-        window_pooling="mean",
-    ):
-        """Exports the trained model as a SavedModel version under `--export_dir`
-        (`bert_tf.export.export_saved_model`), on the chief only.
-
-        The model is built in float32 outside the distribution strategy and restored as
-        `restore` does; the signatures check the ids against the config.
+    def model_to_export(self, factory, *args):
+        """`factory(config, *args)` in float32 outside the strategy, restored as `restore` does,
+        on the chief; None on the other workers (the chief alone exports).
 
         Args:
-          factory: As `build`'s, e.g. a classifier model class, called as `factory(config)`.
-          output_names: The model outputs every signature returns.
-          labels: None, or `(label_list, scores, output)`: the signatures also return `output`,
-            the names of the best classes of the output `scores` (`bert_tf.export.NamedLabels`).
-          text_tokens: Whether `text` and `text_pair` also return the packed `tokens`, their
-            byte offsets and `segment_ids` (`bert_tf.export.ExportModule`).
-          max_text_a_tokens: How `text_pair` truncates (`bert_tf.export.ExportModule`).
-          doc_stride, window_pooling: None, or the `text_windowed` signature's windows and how
-            it pools the scores of `labels` (`bert_tf.export.ExportModule`).
+          factory, *args: As `build`'s, e.g. a fine-tuned model's class and its labels' count.
 
         Returns:
-          The version directory written, or None on a worker that is not the chief.
+          The restored model, or None.
         """
-        from bert_tf.export import NamedLabels, export_saved_model
-
         if not self.distribution.is_chief:
             return None
-        options = self.options
-        model = factory(self.config)
+        model = factory(self.config, *args)
         self.restore(model)
-        if labels is not None:
-            label_list, scores, output = labels
-            model = NamedLabels(model, label_list, scores, output)
-            output_names = (*output_names, output)
-        path = export_saved_model(
-            model,
-            output_names,
-            self.pretrained.vocab_file,
-            self.pretrained.do_lower_case,
-            options.max_seq_length,
-            options.export_dir,
-            config=self.config,
-            text_tokens=text_tokens,
-            max_text_a_tokens=max_text_a_tokens,
-            doc_stride=doc_stride,
-            window_pooling=window_pooling,
-        )
-        logger.info("Exported %s", path)
-        return path
+        return model

@@ -13,11 +13,12 @@ example and `eval_accuracy`, `eval_loss` are over the examples' pooled probabili
 """
 
 import dataclasses
-import functools
 import logging
 import os
 
+from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import atomic_output, open_file
+from bert_tf.modeling import BertClassifier
 from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
     PaddingInputExample,
@@ -29,7 +30,7 @@ from bert_tf.tasks.classifier.data import (
     name_to_features,
     write_features,
 )
-from bert_tf.tasks.classifier.task import BertClassifier, ClassifierTask
+from bert_tf.tasks.classifier.task import ClassifierTask
 from bert_tf.text.windows import WINDOW_POOLINGS, WindowOptions, pool_windows
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner
@@ -234,12 +235,15 @@ def run_classifier(options):
         results["predict"] = probabilities
     if options.export_dir:
         # Every signature returns the probabilities and the name of the most probable class.
-        factory = functools.partial(BertClassifier, num_labels=num_labels)
-        results["export"] = runner.export(
-            factory,
-            ("probabilities",),
-            (label_list, "probabilities", "label"),
-            doc_stride=options.doc_stride,
-            window_pooling=options.window_pooling,
-        )
+        model = runner.model_to_export(BertClassifier, num_labels)
+        if model is not None:
+            results["export"] = export_finetuned(
+                model,
+                runner.pretrained,
+                options.max_seq_length,
+                options.export_dir,
+                labels=label_list,
+                doc_stride=options.doc_stride,
+                window_pooling=options.window_pooling,
+            )
     return results

@@ -10,8 +10,9 @@ from bert_tf import files
 from bert_tf.checkpoints.pretrained import open_pretrained
 from bert_tf.options import option
 from bert_tf.progress import Progress
-from bert_tf.tasks.features.data import read_examples, write_jsonl
+from bert_tf.tasks.features.data import write_jsonl
 from bert_tf.tasks.features.task import extract_features
+from bert_tf.text.text_lines import read_examples
 from bert_tf.text.windows import WindowOptions
 
 logger = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ import collections
 
 import numpy as np
 
-from bert_tf.tasks.features.data import convert_example
 from bert_tf.text.packing import pack_inputs
+from bert_tf.text.text_lines import convert_example
 from bert_tf.text.windows import max_context_outputs, window_spans
 
 

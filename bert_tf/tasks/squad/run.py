@@ -10,7 +10,9 @@ import os
 import random
 
 from bert_tf.data.records import write_records
+from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import isfile
+from bert_tf.modeling import BertSquad
 from bert_tf.options import option
 from bert_tf.tasks.squad.data import (
     convert_examples_to_features,
@@ -25,7 +27,7 @@ from bert_tf.tasks.squad.predictions import (
     compute_predictions,
     write_predictions,
 )
-from bert_tf.tasks.squad.task import BertSquad, SquadTask
+from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.training.loop import write_eval_results
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import EVAL_RESULTS, Runner
@@ -187,10 +189,13 @@ def run_squad(options):
     if options.export_dir:
         # The logits per token; `text_pair` (the question cut to --max_query_length, then the
         # paragraph's first window) also returns the tokens, which the logits index.
-        results["export"] = runner.export(
-            BertSquad,
-            ("start_logits", "end_logits"),
-            text_tokens=True,
-            max_text_a_tokens=options.max_query_length,
-        )
+        model = runner.model_to_export(BertSquad)
+        if model is not None:
+            results["export"] = export_finetuned(
+                model,
+                runner.pretrained,
+                options.max_seq_length,
+                options.export_dir,
+                max_text_a_tokens=options.max_query_length,
+            )
     return results

@@ -9,11 +9,12 @@ once, from the window where its first piece has the most context.
 """
 
 import dataclasses
-import functools
 import logging
 import os
 
+from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import atomic_output, isfile, open_file
+from bert_tf.modeling import BertTagger
 from bert_tf.options import option
 from bert_tf.tasks.tagging.data import (
     convert_examples_to_features,
@@ -25,7 +26,7 @@ from bert_tf.tasks.tagging.data import (
     write_features,
 )
 from bert_tf.tasks.tagging.metrics import entity_scores
-from bert_tf.tasks.tagging.task import BertTagger, TaggingTask
+from bert_tf.tasks.tagging.task import TaggingTask
 from bert_tf.text.windows import WindowOptions
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner
@@ -180,12 +181,14 @@ def run_tagger(options):
     if options.export_dir:
         # Per token, the probabilities and the most probable label's name; the text signatures
         # also return the tokens, against which a word's label is that of its first piece.
-        factory = functools.partial(BertTagger, num_labels=num_labels)
-        results["export"] = runner.export(
-            factory,
-            ("probabilities",),
-            (label_list, "probabilities", "labels"),
-            text_tokens=True,
-            doc_stride=options.doc_stride,
-        )
+        model = runner.model_to_export(BertTagger, num_labels)
+        if model is not None:
+            results["export"] = export_finetuned(
+                model,
+                runner.pretrained,
+                options.max_seq_length,
+                options.export_dir,
+                labels=label_list,
+                doc_stride=options.doc_stride,
+            )
     return results
