@@ -28,6 +28,31 @@ def option(default, help, choices=None, required=False):
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def redefine(options_class, name, **changes):
+    """A flag of `options_class` declared again in a subclass, with another `default` or
+    `required` (its help and choices kept, or `help` replaced): a tool's own default for a flag
+    that several tools share (run_squad's `--max_seq_length=384`).
+
+    Raises:
+      ValueError: `options_class` has no such option, or a change that is not one of those.
+    """
+    fields = {field.name: field for field in flag_fields(options_class)}
+    if name not in fields:
+        raise ValueError(f"redefine: {options_class.__name__} has no option {name!r}")
+    unknown = sorted(set(changes) - {"default", "help", "required"})
+    if unknown:
+        raise ValueError(f"redefine: {unknown} cannot be changed")
+    field = fields[name]
+    default = field.default_factory() if field.default is dataclasses.MISSING else field.default
+    metadata = dict(field.metadata)
+    return option(
+        changes.get("default", default),
+        changes.get("help", metadata["help"]),
+        metadata["choices"],
+        changes.get("required", metadata["required"]),
+    )
+
+
 def flag_fields(options_class):
     """The fields of `options_class` that are flags, in declaration order."""
     return [field for field in dataclasses.fields(options_class) if "help" in field.metadata]

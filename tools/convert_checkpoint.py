@@ -22,7 +22,7 @@ from bert_tf import cli
 from bert_tf.checkpoints.converter import ConvertOptions, run_convert
 from bert_tf.options import define_flags, options_from_flags
 
-define_flags(ConvertOptions)
+define_flags(ConvertOptions, omit=("max_seq_length",))
 
 
 def main(argv):

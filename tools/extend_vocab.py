@@ -18,7 +18,7 @@ from bert_tf import cli
 from bert_tf.checkpoints.vocab_extension import ExtendVocabOptions, run_extend_vocab
 from bert_tf.options import define_flags, options_from_flags
 
-define_flags(ExtendVocabOptions)
+define_flags(ExtendVocabOptions, omit=("max_seq_length",))
 
 
 def main(argv):

@@ -27,8 +27,9 @@ from bert_tf.checkpoints.google import (
 )
 from bert_tf.checkpoints.pretrained import is_keras_file, load_keras_bert, open_pretrained
 from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
+from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertModel, BertPretrainer
-from bert_tf.options import option
+from bert_tf.options import option, redefine
 
 logger = logging.getLogger(__name__)
 
@@ -401,11 +402,9 @@ def google_to_hf(
 
 
 @dataclasses.dataclass
-class ConvertOptions:
-    """The flags of `tools/convert_checkpoint.py`."""
+class ConvertOptions(ModelFileOptions):
+    """The flags of `tools/convert_checkpoint.py` (`--max_seq_length` aside: it packs nothing)."""
 
-    bert_config_file: str = option(None, "The checkpoint's bert_config.json.")
-    init_checkpoint: str = option(None, "Google checkpoint prefix or its directory.")
     keras_model: str = option(None, "A bert_tf model saved as .keras, to write back as a Google checkpoint.")
     output: str = option(None, "Keras file (.keras / .weights.h5) or Google checkpoint prefix.")
     tolerance: float = option(
@@ -422,8 +421,7 @@ class ConvertOptions:
     hf_output_dir: str = option(
         None, "Write the Google checkpoint of --init_checkpoint as this Hugging Face directory."
     )
-    vocab_file: str = option(None, "With --hf_output_dir: the checkpoint's vocab.txt.")
-    do_lower_case: bool = option(None, "With --hf_output_dir: whether the tokenizer lower-cases.")
+    do_lower_case: bool = redefine(ModelFileOptions, "do_lower_case", default=None)
     labels_file: str = option(
         None, "With --hf_output_dir: the classifier's or tagger's labels, one a line in order (labels.txt)."
     )

@@ -8,6 +8,7 @@
   and `global_step` in it are skipped;
 - a bert_tf model saved as `.keras` (`tools/convert_checkpoint.py --output=model.keras`).
 
+`bert_tf.model_files.ModelFileOptions` declares these flags once for every tool.
 `open_pretrained` checks the files together before any work (the config, the vocabulary against
 it, the sequence length against its positions, the checkpoint's presence, completeness and
 encoder shapes), so a tool fails on bad input before it writes anything. `load_weights` then

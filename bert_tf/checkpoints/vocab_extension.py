@@ -27,7 +27,8 @@ from bert_tf.checkpoints.google import (
 from bert_tf.checkpoints.hf import read_vocab_tokens
 from bert_tf.checkpoints.pretrained import is_keras_file, open_pretrained
 from bert_tf.config import BertConfig
-from bert_tf.options import option
+from bert_tf.model_files import ModelFileOptions
+from bert_tf.options import option, redefine
 from bert_tf.text.new_tokens import choose_new_tokens, read_new_tokens, unused_ids
 from bert_tf.text.vocabulary import write_vocab
 
@@ -197,15 +198,12 @@ def _extended_tensors(prefix, piece_ids, new_ids):
 
 
 @dataclasses.dataclass
-class ExtendVocabOptions:
-    """The flags of `tools/extend_vocab.py`."""
+class ExtendVocabOptions(ModelFileOptions):
+    """The flags of `tools/extend_vocab.py` (`--max_seq_length` aside: it packs nothing)."""
 
-    bert_config_file: str = option(None, "The bert_config.json of the pre-trained model.", required=True)
-    init_checkpoint: str = option(
-        None, "Initial weights (usually a pretrained Google checkpoint).", required=True
-    )
-    vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
-    do_lower_case: bool = option(True, "True for uncased models, False for cased ones.")
+    bert_config_file: str = redefine(ModelFileOptions, "bert_config_file", required=True)
+    init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
     output_dir: str = option(
         None,
         "The directory to write: vocab.txt, bert_config.json, bert_model.ckpt.*, added_tokens.txt.",

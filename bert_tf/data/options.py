@@ -14,7 +14,8 @@ neither absl's flags nor TensorFlow.
 import dataclasses
 import logging
 
-from bert_tf.options import option
+from bert_tf.model_files import ModelFileOptions
+from bert_tf.options import option, redefine
 from bert_tf.text.word_segmentation import NO_SEGMENTER, check_segmenter_name
 
 logger = logging.getLogger(__name__)
@@ -32,15 +33,15 @@ MASKING_CAP_MARGIN = 0.9
 class PretrainingDataOptions:
     """The original's flags (and defaults) that decide the examples, and the word segmenter."""
 
-    vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
-    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
+    do_lower_case: bool = redefine(ModelFileOptions, "do_lower_case")
     do_whole_word_mask: bool = option(False, "Mask whole words instead of single WordPieces.")
     word_segmenter: str = option(
         NO_SEGMENTER,
         "With --do_whole_word_mask, the words of Chinese text: none (WordPieces only), jieba "
         "(pip install -e '.[zh]'), or module:function (a line -> its list of words).",
     )
-    max_seq_length: int = option(128, "Maximum sequence length.")
+    max_seq_length: int = redefine(ModelFileOptions, "max_seq_length")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per sequence.")
     random_seed: int = option(12345, "Random seed for data generation.")
     dupe_factor: int = option(10, "Number of times to duplicate the input data (with different masks).")

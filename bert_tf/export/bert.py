@@ -9,8 +9,10 @@ import tensorflow as tf
 from bert_tf.checkpoints.pretrained import open_pretrained
 from bert_tf.export.module import ServedModel, after_checks, export_saved_model
 from bert_tf.export.versioning import check_version
+from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertPretrainer
-from bert_tf.options import option
+from bert_tf.options import option, redefine
+from bert_tf.text.windows import WindowOptions
 
 ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
@@ -117,18 +119,11 @@ def export_bert(
 
 
 @dataclasses.dataclass
-class ExportOptions:
-    """The flags of `tools/export_saved_model.py`."""
+class ExportOptions(ModelFileOptions, WindowOptions):
+    """The flags of `tools/export_saved_model.py`: the model's files, then the export's."""
 
-    bert_config_file: str = option(None, "The checkpoint's bert_config.json (optional for .keras).")
-    init_checkpoint: str = option(
-        None,
-        "Google checkpoint prefix or directory (released or pretraining output), or .keras.",
-        required=True,
-    )
-    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
-    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
-    max_seq_length: int = option(128, "Sequence length of the text and tf.Example signatures.")
+    init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
     export_dir: str = option(None, "Model base directory (TF Serving's --model_base_path).", required=True)
     with_heads: bool = option(False, "Add the `pretraining` signature (masked LM and next sentence).")
     max_predictions_per_seq: int = option(20, "Width of masked_lm_positions in `pretraining`.")
@@ -139,12 +134,6 @@ class ExportOptions:
         False,
         "`text` and `text_pair` also return tokens, start_offsets, end_offsets (UTF-8 bytes into "
         "the request's text, -1 for [CLS], [SEP], padding) and segment_ids.",
-    )
-    doc_stride: int = option(
-        None,
-        "Add the `text_windowed` signature: texts longer than max_seq_length cut into windows of "
-        "max_seq_length - 2 WordPieces starting this many apart, each token's sequence_output from "
-        "the window where it has the most context (`text` cuts them).",
     )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")

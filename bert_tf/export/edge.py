@@ -35,11 +35,12 @@ import tensorflow as tf
 
 from bert_tf import files, onednn
 from bert_tf.checkpoints.google import open_checkpoint, resolve_checkpoint_prefix
-from bert_tf.checkpoints.pretrained import is_keras_file, load_weights, open_pretrained
+from bert_tf.checkpoints.pretrained import is_keras_file, load_weights
 from bert_tf.export.module import ID_INPUTS
+from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertPretrainer
-from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, head_of_checkpoint, head_of_model
-from bert_tf.options import option
+from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, head_of_checkpoint
+from bert_tf.options import option, redefine
 from bert_tf.text.text_lines import InputExample, convert_example, read_examples
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ ENCODER_OUTPUTS = {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}
 
 
 @dataclasses.dataclass
-class EdgeOptions:
+class EdgeOptions(ModelFileOptions):
     """The flags of `tools/export_edge.py`."""
 
     format: str = option(None, "The file's format: tflite (LiteRT) or onnx.", choices=FORMATS, required=True)
@@ -96,17 +97,18 @@ class EdgeOptions:
         "needs --calibration_texts).",
         choices=QUANTIZATIONS,
     )
-    bert_config_file: str = option(None, "The checkpoint's bert_config.json (optional for .keras).")
-    init_checkpoint: str = option(
-        None,
-        "Google checkpoint (pretrained, or fine-tuned: its classifier, tagging or SQuAD head is "
-        "exported too) or .keras.",
+    init_checkpoint: str = redefine(
+        ModelFileOptions,
+        "init_checkpoint",
         required=True,
+        help="The model's weights: a Google checkpoint (pretrained, or fine-tuned: its head is "
+        "exported too) or a .keras file.",
     )
-    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
-    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
-    max_seq_length: int = option(
-        128, "Length of the calibration, check and latency inputs (the file's length is dynamic)."
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
+    max_seq_length: int = redefine(
+        ModelFileOptions,
+        "max_seq_length",
+        help="Length of the calibration, check and latency inputs (the file's length is dynamic).",
     )
     output: str = option(None, "The file to write (.tflite or .onnx).", required=True)
     calibration_texts: str = option(
@@ -158,7 +160,7 @@ def edge_model(pretrained):
 
     A Google checkpoint with a fine-tuning head (`bert_tf.modeling.head_table.head_of_checkpoint`)
     gives that head's model (the number of labels from its shape), any other the `BertModel`; a
-    `.keras` file its `BertModel` (a `BertPretrainer`'s encoder), or the fine-tuned model it is.
+    `.keras` file its `BertModel` (a `BertPretrainer`'s encoder).
 
     Returns:
       An `EdgeModel` with the weights loaded.
@@ -166,12 +168,9 @@ def edge_model(pretrained):
     config = pretrained.config
     if is_keras_file(pretrained.init_checkpoint):
         model, _ = pretrained.model()
-        if isinstance(model, BertPretrainer):
-            model = model.bert
-        head = head_of_model(model)
-        if head is None:
-            return EdgeModel(model, ENCODER_OUTPUTS, "BertModel")
-        return EdgeModel(model, head.outputs, head.name)
+        return EdgeModel(
+            model.bert if isinstance(model, BertPretrainer) else model, ENCODER_OUTPUTS, "BertModel"
+        )
     shapes = open_checkpoint(
         resolve_checkpoint_prefix(pretrained.init_checkpoint)
     ).get_variable_to_shape_map()
@@ -848,13 +847,7 @@ def export_edge(options):
         raise ValueError(f"--max_seq_length={options.max_seq_length}: at least 2 ([CLS] and [SEP])")
     if options.quantize == "int8" and not options.calibration_texts:
         raise ValueError("--quantize=int8 needs --calibration_texts (a file of texts, one a line)")
-    pretrained = open_pretrained(
-        options.bert_config_file,
-        options.vocab_file,
-        options.do_lower_case,
-        options.init_checkpoint,
-        options.max_seq_length,
-    )
+    pretrained = options.open()
     files.check_output_path(options.output, "--output")
     tokenizer = pretrained.tokenizer()
     check_examples = (

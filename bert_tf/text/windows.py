@@ -30,9 +30,10 @@ class WindowOptions:
 
     doc_stride: int = option(
         None,
-        "Read a document longer than --max_seq_length as windows of --max_seq_length - 2 "
-        "WordPieces, each starting at most this many after the previous one (SQuAD's); unset: "
-        "cut it.",
+        "Read a text longer than --max_seq_length as windows of --max_seq_length - 2 WordPieces "
+        "(a pair's: those left beside the first text), each starting at most this many after the "
+        "previous one, every token's output from the window where it has the most context "
+        "(SQuAD's rule); unset: cut it. An export gains the `text_windowed` signature.",
     )
 
     def validate_windows(self):

@@ -1,12 +1,12 @@
 """The options of the training jobs, as dataclasses whose fields are also their tools' flags.
 
 `TrainingOptions`: the flags every training tool has (`run_pretraining.py`, `run_classifier.py`,
-`run_squad.py`, `run_tagger.py`): the original's (`--output_dir`, `--init_checkpoint`,
+`run_squad.py`, `run_tagger.py`): the model's files (`ModelFileOptions`), the original's (`--output_dir`,
 `--learning_rate`, `--save_checkpoints_steps`, `--iterations_per_loop`, the TPU flags) and
 bert_tf's (`--strategy`, `--mixed_precision`, `--jit_compile`, `--seed`, `--keep_checkpoint_max`),
 with what every run makes of them: the checks, the strategy, the dtype policy, the loss scale and
 the loop's configuration. `FinetuningOptions` adds the flags the original's `run_classifier.py`
-and `run_squad.py` share (the model's files, `--do_*`, the batch sizes, epochs and warm-up) and
+and `run_squad.py` share (the model's files required, `--do_*`, the batch sizes, epochs and warm-up) and
 `--export_dir`. A job's options subclass one of them (`bert_tf.options` makes the flags).
 """
 
@@ -14,7 +14,8 @@ import dataclasses
 import logging
 
 from bert_tf import files
-from bert_tf.options import option
+from bert_tf.model_files import ModelFileOptions
+from bert_tf.options import option, redefine
 from bert_tf.text import tokenization
 from bert_tf.training.checkpointing import latest_checkpoint
 from bert_tf.training.distribution import STRATEGIES, create_distribution
@@ -25,13 +26,12 @@ MIXED_PRECISION = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass
-class TrainingOptions:
-    """The flags every training tool has (module docstring)."""
+class TrainingOptions(ModelFileOptions):
+    """The flags every training tool has (module docstring), after the model's files'."""
 
     output_dir: str = option(
         None, "Where checkpoints, results and TensorBoard events are written.", required=True
     )
-    init_checkpoint: str = option(None, "Initial weights (usually a pretrained Google checkpoint).")
     learning_rate: float = option(5e-5, "The peak learning rate.")
     save_checkpoints_steps: int = option(1000, "Save a checkpoint every this many steps.")
     iterations_per_loop: int = option(
@@ -115,14 +115,8 @@ class TrainingOptions:
 class FinetuningOptions(TrainingOptions):
     """The flags every fine-tuning tool has: the original's (with its defaults), then bert_tf's."""
 
-    vocab_file: str = option(None, "The vocabulary file that the BERT model was trained on.", required=True)
-    bert_config_file: str = option(None, "The bert_config.json of the pre-trained model.", required=True)
-    do_lower_case: bool = option(True, "True for uncased models, False for cased ones.")
-    max_seq_length: int = option(
-        128,
-        "Total input length after WordPiece tokenization; longer inputs are truncated (or split "
-        "into windows), shorter ones padded.",
-    )
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
+    bert_config_file: str = redefine(ModelFileOptions, "bert_config_file", required=True)
     do_train: bool = option(False, "Whether to run training.")
     do_eval: bool = option(False, "Whether to run eval on the dev set.")
     do_predict: bool = option(False, "Whether to run the model in inference mode on the test set.")

@@ -84,24 +84,15 @@ class Runner:
     def for_finetuning(cls, options):
         """The runner of a fine-tuning job, after every check that needs no data: the options
         (`FinetuningOptions.validate`), the strategy, the model's files together
-        (`bert_tf.checkpoints.pretrained.open_pretrained`: config, vocabulary, sequence length,
-        checkpoint) and the batch size of each `--do_*` mode, so that bad input fails before a
-        feature is written.
+        (`ModelFileOptions.open`: config, vocabulary, sequence length, checkpoint) and the batch
+        size of each `--do_*` mode, so that bad input fails before a feature is written.
 
         Raises:
           ValueError: Bad options or files, naming the flag or file.
         """
-        from bert_tf.checkpoints.pretrained import open_pretrained
-
         options.validate()
         distribution = options.distribution()  # first: see the module docstring
-        pretrained = open_pretrained(
-            options.bert_config_file,
-            options.vocab_file,
-            options.do_lower_case,
-            options.init_checkpoint_read(),
-            options.max_seq_length,
-        )
+        pretrained = options.open(init_checkpoint=options.init_checkpoint_read())
         runner = cls(options, pretrained, distribution)
         for mode in ("train", "eval", "predict"):
             if getattr(options, f"do_{mode}"):

@@ -7,8 +7,8 @@ import dataclasses
 import logging
 
 from bert_tf import files
-from bert_tf.checkpoints.pretrained import open_pretrained
-from bert_tf.options import option
+from bert_tf.model_files import ModelFileOptions
+from bert_tf.options import option, redefine
 from bert_tf.progress import Progress
 from bert_tf.tasks.features.data import write_jsonl
 from bert_tf.tasks.features.task import extract_features
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
-class FeaturesOptions(WindowOptions):
+class FeaturesOptions(ModelFileOptions, WindowOptions):
     """The flags of `tools/extract_features.py`: the original's, and `--doc_stride`."""
 
     input_file: str = option(
@@ -27,15 +27,9 @@ class FeaturesOptions(WindowOptions):
     )
     output_file: str = option(None, "JSON lines file to write.", required=True)
     layers: str = option("-1,-2,-3,-4", "Comma-separated encoder layer indexes (negative: from the top).")
-    bert_config_file: str = option(None, "The bert_config.json of the checkpoint.", required=True)
-    max_seq_length: int = option(128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
-    init_checkpoint: str = option(
-        None,
-        "The model's weights: a Google checkpoint (prefix or directory) or a .keras file.",
-        required=True,
-    )
-    vocab_file: str = option(None, "The vocab.txt the model was trained with.", required=True)
-    do_lower_case: bool = option(True, "Lower-case the input (True for uncased models).")
+    bert_config_file: str = redefine(ModelFileOptions, "bert_config_file", required=True)
+    init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
+    vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
     batch_size: int = option(32, "Examples per forward pass.")
     use_tpu: bool = option(False, "Run on the Cloud TPU at --master (a TPUStrategy).")
     master: str = option(None, "With --use_tpu: the TPU's address, e.g. grpc://10.240.1.2:8470.")
@@ -97,13 +91,7 @@ def run_extract_features(options):
 
         tpu = create_distribution("tpu", master=options.master, num_tpu_cores=options.num_tpu_cores)
         scope = tpu.strategy.scope()
-    pretrained = open_pretrained(
-        options.bert_config_file,
-        options.vocab_file,
-        options.do_lower_case,
-        options.init_checkpoint,
-        options.max_seq_length,
-    )
+    pretrained = options.open()
     with scope:  # a model made under a strategy's scope predicts through it
         model, report = pretrained.model()
         if report is not None:

@@ -8,8 +8,8 @@ import json
 import logging
 
 from bert_tf import files
-from bert_tf.checkpoints.pretrained import open_pretrained
-from bert_tf.options import option
+from bert_tf.model_files import ModelFileOptions
+from bert_tf.options import option, redefine
 from bert_tf.tasks.pretraining.data import check_records, naming_bad_input
 from bert_tf.tasks.pretraining.task import PretrainingTask
 from bert_tf.training.options import TrainingOptions
@@ -22,9 +22,8 @@ logger = logging.getLogger(__name__)
 class PretrainingOptions(TrainingOptions):
     """The flags of `tools/run_pretraining.py`: the original's, then bert_tf's own."""
 
-    bert_config_file: str = option(None, "The bert_config.json of the model to train.", required=True)
+    bert_config_file: str = redefine(ModelFileOptions, "bert_config_file", required=True)
     input_file: str = option(None, "Input TFRecord files (comma-separated globs).", required=True)
-    max_seq_length: int = option(128, "Sequence length of the records (must match data generation).")
     max_predictions_per_seq: int = option(20, "Masked LM predictions per record (must match the data).")
     do_train: bool = option(False, "Whether to run training.")
     do_eval: bool = option(False, "Whether to run evaluation.")
@@ -81,11 +80,8 @@ def run_pretraining(options):
     options.validate()
     # The strategy first: MultiWorkerMirroredStrategy must exist before any TensorFlow op runs.
     distribution = options.distribution()
-    pretrained = open_pretrained(
-        options.bert_config_file,
-        init_checkpoint=options.init_checkpoint_read(),
-        max_seq_length=options.max_seq_length,
-    )
+    # No vocabulary: the records hold ids.
+    pretrained = options.open(init_checkpoint=options.init_checkpoint_read(), do_lower_case=None)
     config = pretrained.config
     input_files = files.expand_input_patterns(options.input_file)
     # Evaluation reads a glob's files in the filesystem's order, as the original's (with

@@ -12,8 +12,9 @@ import random
 from bert_tf.data.records import write_records
 from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import isfile
+from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertSquad
-from bert_tf.options import option
+from bert_tf.options import option, redefine
 from bert_tf.tasks.squad.data import (
     convert_examples_to_features,
     feature_values,
@@ -28,6 +29,7 @@ from bert_tf.tasks.squad.predictions import (
     write_predictions,
 )
 from bert_tf.tasks.squad.task import SquadTask
+from bert_tf.text.windows import WindowOptions
 from bert_tf.training.loop import write_eval_results
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import EVAL_RESULTS, Runner
@@ -40,19 +42,13 @@ class SquadOptions(FinetuningOptions):
     """The flags of `tools/run_squad.py`: the common ones (SQuAD's `max_seq_length` 384), then
     the original run_squad.py's own."""
 
-    max_seq_length: int = option(
-        384,
-        "Total input length after WordPiece tokenization (question and document window); shorter "
-        "inputs are padded.",
-    )
+    max_seq_length: int = redefine(ModelFileOptions, "max_seq_length", default=384)
     do_predict: bool = option(
         False, "Whether to run eval on the dev set (--predict_file): writes predictions.json."
     )
     train_file: str = option(None, "SQuAD json for training. E.g., train-v1.1.json")
     predict_file: str = option(None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-    doc_stride: int = option(
-        128, "When splitting a long document into windows, the most tokens between starts."
-    )
+    doc_stride: int = redefine(WindowOptions, "doc_stride", default=128)
     max_query_length: int = option(64, "Question WordPieces kept; longer questions are truncated.")
     n_best_size: int = option(20, "Answers kept per question in nbest_predictions.json.")
     max_answer_length: int = option(
