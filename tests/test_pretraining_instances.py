@@ -81,17 +81,28 @@ def test_sampled_masking_picks_uniformly_among_the_original_candidates_with_80_1
     assert all(abs(fates[i] / total - 0.1 / 6) < 0.006 for i in (0, 1, 2, 5)), fates
 
 
-def original_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
-    """The original's `truncate_seq_pair` (create_pretraining_data.py), one token at a time: from
-    the longer side (b when both are as long), from its front if `rng.random() < 0.5`, else from
-    its back, until the pair fits."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        assert len(trunc_tokens) >= 1
-        if rng.random() < 0.5:
-            del trunc_tokens[0]
-        else:
-            trunc_tokens.pop()
+def sides_cut(len_a, len_b, max_num_tokens):
+    """The side of each token the original's rule removes, in order ("a" or "b"): while the pair
+    is too long, one token of the longer side (of b where the two are as long)."""
+    cut = []
+    while len_a + len_b > max_num_tokens:
+        side = "a" if len_a > len_b else "b"
+        cut.append(side)
+        len_a, len_b = (len_a - 1, len_b) if side == "a" else (len_a, len_b - 1)
+    return cut
+
+
+def kept_after_the_original_rule(tokens_a, tokens_b, max_num_tokens, rng):
+    """The pair the original's truncation leaves, told as counts: each cut consumes one draw,
+    below 0.5 taking the side's first token, else its last; a side keeps what lies between its
+    front and back cuts."""
+    front = {"a": 0, "b": 0}
+    back = {"a": 0, "b": 0}
+    for side in sides_cut(len(tokens_a), len(tokens_b), max_num_tokens):
+        (front if rng.random() < 0.5 else back)[side] += 1
+    a = tokens_a[front["a"] : len(tokens_a) - back["a"]]
+    b = tokens_b[front["b"] : len(tokens_b) - back["b"]]
+    return a, b
 
 
 def test_truncation_cuts_and_draws_exactly_as_the_original_loop():
@@ -105,10 +116,10 @@ def test_truncation_cuts_and_draws_exactly_as_the_original_loop():
             len_a, len_b = cases.choice([(5000, 3), (2, 4000), (3000, 3000), (3001, 2999)])
         max_num_tokens = cases.randint(1, 260)
         seed = cases.getrandbits(64)
-        want_a, want_b = list(range(len_a)), list(range(10_000, 10_000 + len_b))
-        got_a, got_b = list(want_a), list(want_b)
+        tokens_a, tokens_b = list(range(len_a)), list(range(10_000, 10_000 + len_b))
+        got_a, got_b = list(tokens_a), list(tokens_b)
         want_rng, got_rng = random.Random(seed), random.Random(seed)
-        original_truncate_seq_pair(want_a, want_b, max_num_tokens, want_rng)
+        want_a, want_b = kept_after_the_original_rule(tokens_a, tokens_b, max_num_tokens, want_rng)
         truncate_seq_pair(got_a, got_b, max_num_tokens, got_rng)
         assert (got_a, got_b) == (want_a, want_b), (len_a, len_b, max_num_tokens, seed)
         assert got_rng.getstate() == want_rng.getstate(), (len_a, len_b, max_num_tokens, seed)

@@ -138,3 +138,28 @@ def test_heads_compute_in_float32_under_mixed_precision(fixtures_dir):
         assert logits.dtype == "float32"
         # bfloat16 keeps 8 bits of mantissa in the encoder; the head adds no rounding of its own.
         np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), exact(inputs)["logits"], atol=2e-2)
+
+
+def test_every_jobs_task_is_a_task_for_the_runner():
+    """Each job's task object has what the runner calls (`bert_tf.training.task.Task`); an object
+    without the loss terms is not one."""
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks.classifier.task import ClassifierTask
+    from bert_tf.tasks.pretraining.task import PretrainingTask
+    from bert_tf.tasks.squad.task import SquadTask
+    from bert_tf.tasks.tagging.task import TaggingTask
+    from bert_tf.training.task import Task
+
+    config = BertConfig(
+        vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
+    tasks = [ClassifierTask(config, 2), TaggingTask(config, 3), SquadTask(config), PretrainingTask(config)]
+    assert all(isinstance(task, Task) for task in tasks)
+
+    class NoLoss:
+        model, metric_names, loss_epsilons = tasks[0].model, (), (0.0,)
+
+        def loss_denominators(self, batch):
+            return []
+
+    assert not isinstance(NoLoss(), Task)

@@ -27,13 +27,11 @@ The fine-tuning jobs train on feature files (`bert_tf.data.records`) for a numbe
 `train_records`, `evaluate_records` and `predict_records` are the three above on such a file,
 with the original's step arithmetic (`train_steps`, `warmup_steps`).
 
-A task object (what `train` and `evaluate` take; see `bert_tf.training.step`) has `model` (a
-Keras model called on the dict of features, returning a dict of outputs), `metric_names`,
-`loss_epsilons`, `loss_denominators(batch)`, `loss_terms(outputs, batch)` and, optionally,
-`eval_keys`. Its loss is normalised over the global batch by the step. Every trainable variable
-must get a gradient: a model whose loss does not use the pooler sets
-`bert.pooler.trainable = False`, which is what the original's optimizer does with a variable
-without a gradient (no update, no Adam slots in the checkpoint).
+A task object (what `train` and `evaluate` take) is a `bert_tf.training.task.Task`. Its loss is
+normalised over the global batch by the step. Every trainable variable must get a gradient: a
+model whose loss does not use the pooler sets `bert.pooler.trainable = False`, which is what the
+original's optimizer does with a variable without a gradient (no update, no Adam slots in the
+checkpoint).
 """
 
 import dataclasses
@@ -135,7 +133,7 @@ class Runner:
         """Trains `task.model` to `num_train_steps` steps.
 
         Args:
-          task: The task object, from `build`.
+          task: The `bert_tf.training.task.Task`, from `build`.
           dataset: This worker's repeating `tf.data.Dataset` of worker batches.
           num_train_steps: The total steps (a resumed run continues to it).
           num_warmup_steps: The schedule's warm-up steps.

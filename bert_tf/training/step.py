@@ -197,9 +197,8 @@ class TrainStep:
     """Builds `train(iterator, num_steps)`: `num_steps` distributed training steps in one call.
 
     Args:
-      task: The task (e.g. `bert_tf.tasks.pretraining.task.PretrainingTask`): its `model`,
-        `loss_denominators(batch)`, `loss_epsilons`, `loss_terms(outputs, batch)` and
-        `metric_names`.
+      task: A `bert_tf.training.task.Task` (its `model`, `loss_denominators(batch)`,
+        `loss_epsilons`, `loss_terms(outputs, batch)` and `metric_names`).
       optimizer: A Keras optimizer whose `update_step` is the update rule (e.g.
         `AdamWeightDecay`); it is built here, inside the strategy's scope.
       strategy: The `tf.distribute.Strategy` the model's variables were made under.
