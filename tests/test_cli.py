@@ -316,16 +316,20 @@ ORIGINAL_FLAGS = {
 # flag for).
 TOOL_OPTIONS = {
     "build_vocab.py": ("bert_tf.text.vocabulary", "BuildVocabOptions", ()),
-    "convert_checkpoint.py": ("bert_tf.checkpoints.converter", "ConvertOptions", ()),
+    "convert_checkpoint.py": ("bert_tf.checkpoints.converter", "ConvertOptions", ("max_seq_length",)),
     "create_pretraining_data.py": ("bert_tf.data.options", "CreatePretrainingDataOptions", ()),
     "evaluate_squad.py": ("bert_tf.tasks.squad.evaluation", "EvaluateOptions", ()),
     "export_edge.py": ("bert_tf.export.edge", "EdgeOptions", ()),
     "export_saved_model.py": ("bert_tf.export.bert", "ExportOptions", ()),
-    "extend_vocab.py": ("bert_tf.checkpoints.vocab_extension", "ExtendVocabOptions", ()),
+    "extend_vocab.py": ("bert_tf.checkpoints.vocab_extension", "ExtendVocabOptions", ("max_seq_length",)),
     "extract_features.py": ("bert_tf.tasks.features.run", "FeaturesOptions", ()),
     "query_saved_model.py": ("bert_tf.export.query", "QueryOptions", ()),
     "run_classifier.py": ("bert_tf.tasks.classifier.run", "ClassifierOptions", ()),
-    "run_pretraining.py": ("bert_tf.tasks.pretraining.run", "PretrainingOptions", ()),
+    "run_pretraining.py": (
+        "bert_tf.tasks.pretraining.run",
+        "PretrainingOptions",
+        ("vocab_file", "do_lower_case"),
+    ),
     "run_squad.py": ("bert_tf.tasks.squad.run", "SquadOptions", ("eval_batch_size",)),
     "run_tagger.py": ("bert_tf.tasks.tagging.run", "TaggingOptions", ()),
 }
