@@ -65,9 +65,10 @@ def synthetic_batch(batch, seed=0):
     }
 
 
-def run_in_fresh_process(script, *args, missing="No module named"):
+def run_in_fresh_process(script, *args, missing="No module named", env=None):
     """Runs `script --worker ...args` in a fresh process and returns the JSON of its `RESULT `
-    line; None if it failed because a module is missing (`missing` in its stderr).
+    line; None if it failed because a module is missing (`missing` in its stderr). `env`: more
+    environment variables for the process (e.g. `TF_ENABLE_ONEDNN_OPTS`).
 
     Raises:
       RuntimeError: The worker failed otherwise (with the end of its stderr).
@@ -76,7 +77,7 @@ def run_in_fresh_process(script, *args, missing="No module named"):
         [sys.executable, script, "--worker", *args],
         capture_output=True,
         text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),
     )
     for line in result.stdout.splitlines():
         if line.startswith("RESULT "):

@@ -37,6 +37,11 @@ tokenizer alone, and the float32 matmuls of one layer at those shapes (`tf.matmu
 `--offsets` also times, in a fresh process, `GraphTokenizer.tokenize` against
 `tokenize_with_offsets` (the path of the `--text_tokens` exports and of `text_windowed`) on the
 same texts.
+
+TensorFlow picks other kernels and graph forms with its oneDNN on than off, and turns it on by
+default only on some CPUs: the rounds (and `--offsets`) run once with `TF_ENABLE_ONEDNN_OPTS=1` in
+every worker's environment, then once with `=0`, and each line they print, the ratios among them,
+starts with `oneDNN on: ` or `oneDNN off: `. The export is made once, for both.
 """
 
 import argparse
@@ -56,6 +61,8 @@ BASE = {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072}
 SHORT_BATCHES = (1, 32)
 MIN_CALLS, MIN_SECONDS, LONG_CALLS = 3, 3.0, 2
 ID_NAMES = ("input_ids", "input_mask", "segment_ids")
+# TF_ENABLE_ONEDNN_OPTS of the workers' processes, and how the lines of each setting begin.
+ONEDNN_SETTINGS = (("1", "on"), ("0", "off"))
 
 
 def make_texts(num_long, seed=0):
@@ -332,69 +339,74 @@ def main():
         setup = run_in_fresh_process(script, "setup", work_dir, *lengths)
         words = {case: sum(len(t.split()) for t in batch) for case, batch in texts.items()}
         print(f"setup {time.perf_counter() - start:.0f} s; words {words}; WordPieces {setup['tokens']}")
-        rounds = []
-        for index in range(args.rounds):
-            systems = ["bert_tf", "transformers"][:: 1 if index % 2 == 0 else -1]
-            seconds, windows = {}, {}
-            for system in systems:
-                extra = [setup["export"]] if system == "bert_tf" else []
-                result = run_in_fresh_process(script, system, work_dir, *extra, *lengths)
-                seconds.update(result["seconds"])
-                windows.update(result.get("windows", {}))
-            print(
-                f"round {index + 1}: "
-                + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in sorted(seconds.items()))
+        for setting, label in ONEDNN_SETTINGS:
+            env = {"TF_ENABLE_ONEDNN_OPTS": setting}
+            run_rounds(script, work_dir, texts, setup, lengths, args, env, f"oneDNN {label}: ")
+
+
+def run_rounds(script, work_dir, texts, setup, lengths, args, env, prefix):
+    """`args.rounds` rounds of the systems, each in fresh processes with the environment
+    variables `env`, and their medians and ratios, every line printed starting with `prefix`."""
+
+    def say(line):
+        print(prefix + line, flush=True)
+
+    rounds = []
+    for index in range(args.rounds):
+        systems = ["bert_tf", "transformers"][:: 1 if index % 2 == 0 else -1]
+        seconds, windows = {}, {}
+        for system in systems:
+            extra = [setup["export"]] if system == "bert_tf" else []
+            result = run_in_fresh_process(script, system, work_dir, *extra, *lengths, env=env)
+            seconds.update(result["seconds"])
+            windows.update(result.get("windows", {}))
+        say(f"round {index + 1}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in sorted(seconds.items())))
+        rounds.append(seconds)
+    say(f"windows: doc_spans {setup['windows']}, transformers {windows}")
+    median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    for case in texts:
+        label = case.replace("_", " ")
+        say(
+            f"{case} median: "
+            + ", ".join(
+                f"{k.split('/')[1]} {v * 1000:.1f} ms" for k, v in median.items() if k.startswith(case + "/")
             )
-            rounds.append(seconds)
-        print(f"windows: doc_spans {setup['windows']}, transformers {windows}")
-        median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
-        for case in texts:
-            label = case.replace("_", " ")
-            print(
-                f"{case} median: "
-                + ", ".join(
-                    f"{k.split('/')[1]} {v * 1000:.1f} ms"
-                    for k, v in median.items()
-                    if k.startswith(case + "/")
+        )
+        if case.startswith("short"):
+            say(f"{label} vs fixed: {median[case + '/fixed'] / median[case + '/bert_tf']:.2f}x")
+        say(f"{label} vs transformers: {median[case + '/transformers'] / median[case + '/bert_tf']:.2f}x")
+        if args.breakdown and case.startswith("short"):
+            part = {k.split("/")[1]: v for k, v in median.items() if k.startswith(case + "/")}
+            # bert_tf's model alone runs on the very ids its `text` call packs, so the rest of
+            # the call is the difference; transformers' call pads to the longest row, not to
+            # those ids, so its tokenizer is timed alone.
+            rest = {
+                "bert_tf": f"the rest {(part['bert_tf'] - part['bert_tf model']) * 1000:.1f} ms",
+                "transformers": f"tokenizer {part['transformers tokenizer'] * 1000:.1f} ms",
+            }
+            for system in ("bert_tf", "transformers"):
+                say(
+                    f"{label} {system}: model {part[system + ' model'] * 1000:.1f} ms, {rest[system]}; "
+                    f"one layer's matmuls {part[system + ' matmuls'] * 1000:.2f} ms"
                 )
+            say(
+                f"{label} bert_tf model on the longest row's length (no rounding to 8): "
+                f"{part['bert_tf model, longest'] * 1000:.1f} ms"
             )
-            if case.startswith("short"):
-                print(f"{label} vs fixed: {median[case + '/fixed'] / median[case + '/bert_tf']:.2f}x")
-            print(
-                f"{label} vs transformers: {median[case + '/transformers'] / median[case + '/bert_tf']:.2f}x"
+            say(
+                f"{label} model alone vs transformers: "
+                f"{part['transformers model'] / part['bert_tf model']:.2f}x; matmuls: "
+                f"{part['transformers matmuls'] / part['bert_tf matmuls']:.2f}x"
             )
-            if args.breakdown and case.startswith("short"):
-                part = {k.split("/")[1]: v for k, v in median.items() if k.startswith(case + "/")}
-                # bert_tf's model alone runs on the very ids its `text` call packs, so the rest of
-                # the call is the difference; transformers' call pads to the longest row, not to
-                # those ids, so its tokenizer is timed alone.
-                rest = {
-                    "bert_tf": f"the rest {(part['bert_tf'] - part['bert_tf model']) * 1000:.1f} ms",
-                    "transformers": f"tokenizer {part['transformers tokenizer'] * 1000:.1f} ms",
-                }
-                for system in ("bert_tf", "transformers"):
-                    print(
-                        f"{label} {system}: model {part[system + ' model'] * 1000:.1f} ms, {rest[system]}; "
-                        f"one layer's matmuls {part[system + ' matmuls'] * 1000:.2f} ms"
-                    )
-                print(
-                    f"{label} bert_tf model on the longest row's length (no rounding to 8): "
-                    f"{part['bert_tf model, longest'] * 1000:.1f} ms"
-                )
-                print(
-                    f"{label} model alone vs transformers: "
-                    f"{part['transformers model'] / part['bert_tf model']:.2f}x; matmuls: "
-                    f"{part['transformers matmuls'] / part['bert_tf matmuls']:.2f}x"
-                )
-        if args.offsets:
-            result = run_in_fresh_process(script, "offsets", work_dir)
-            for case, times in result.items():
-                print(
-                    f"graph tokenizer {case} ({times['tokens']} WordPieces): tokenize "
-                    f"{times['tokenize'] * 1000:.2f} ms, tokenize_with_offsets "
-                    f"{times['tokenize_with_offsets'] * 1000:.2f} ms "
-                    f"({times['tokenize_with_offsets'] / times['tokenize']:.2f}x)"
-                )
+    if args.offsets:
+        result = run_in_fresh_process(script, "offsets", work_dir, env=env)
+        for case, times in result.items():
+            say(
+                f"graph tokenizer {case} ({times['tokens']} WordPieces): tokenize "
+                f"{times['tokenize'] * 1000:.2f} ms, tokenize_with_offsets "
+                f"{times['tokenize_with_offsets'] * 1000:.2f} ms "
+                f"({times['tokenize_with_offsets'] / times['tokenize']:.2f}x)"
+            )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ the Keras model, each token read from its window of `max_context_spans`.
 google_tiny at `max_seq_length` 16 (windows of 14 WordPieces, stride 5): the encoder exported by
 `export_saved_model.py`'s options (in this process), a classifier pooling by mean and a tagger by
 `export_saved_model`, each exported and loaded once; the classifier pooling by max is the
-`ExportModule`'s signature before saving.
+`ExportModule`'s signature before saving. `TEXTS` make 12 windows: the encoder and the tagger run
+them 5 at a time (three batches, the last one short), the classifiers 32 at a time (the default:
+one batch).
 """
 
 import logging
@@ -51,6 +53,9 @@ LABELS = ["O", "B-PER", "I-PER"]
 # differently (oneDNN's, or Eigen's AVX-512 and AVX2 ones), so they agree to float32's rounding
 # through the layers, not to the bit (measured up to 2e-6 on an AVX-512 Xeon).
 PROBABILITIES = 1e-5
+WINDOW_BATCH_SIZE = 5
+# The encoder export's max_windowed_tokens: exactly `TEXTS`' size, 4 texts x (51 + 2).
+MAX_WINDOWED_TOKENS = 212
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +126,8 @@ def encoder(tmp_path_factory):
         max_seq_length=MAX_SEQ_LENGTH,
         export_dir=str(tmp_path_factory.mktemp("encoder")),
         doc_stride=DOC_STRIDE,
+        window_batch_size=WINDOW_BATCH_SIZE,
+        max_windowed_tokens=MAX_WINDOWED_TOKENS,
     )
     logger, records = logging.getLogger("bert_tf.export.module"), Records()
     logger.addHandler(records)
@@ -133,8 +140,9 @@ def encoder(tmp_path_factory):
     return loaded.signatures, tiny_bert(), records.messages
 
 
-def export_head(model, labels, tmp_path_factory, text_tokens=False):
-    """The signatures of `model` exported with its `probabilities` named by `labels`, and loaded."""
+def export_head(model, labels, tmp_path_factory, **options):
+    """The signatures of `model` exported with its `probabilities` named by `labels` (and
+    `export_saved_model`'s `options`), and loaded."""
     path = export_saved_model(
         NamedLabels(model, LABELS, scores="probabilities", output=labels),
         ["probabilities", labels],
@@ -144,7 +152,7 @@ def export_head(model, labels, tmp_path_factory, text_tokens=False):
         str(tmp_path_factory.mktemp("head")),
         config=model.config,
         doc_stride=DOC_STRIDE,
-        text_tokens=text_tokens,
+        **options,
     )
     return tf.saved_model.load(path).signatures
 
@@ -163,7 +171,10 @@ def classifier(tmp_path_factory):
 def tagger(tmp_path_factory):
     model = with_tiny_bert_and_a_bold_head(BertTagger(tiny_config(), len(LABELS)), seed=2)
     # As `run_tagger.py` exports it: the text signatures also return the tokens.
-    return export_head(model, "labels", tmp_path_factory, text_tokens=True), model
+    return (
+        export_head(model, "labels", tmp_path_factory, text_tokens=True, window_batch_size=WINDOW_BATCH_SIZE),
+        model,
+    )
 
 
 def decoded(strings):
@@ -250,6 +261,17 @@ def test_the_tagger_labels_each_token_from_its_window_of_most_context(tagger, to
         assert decoded(got["labels"][i].numpy()) == names + [""] * (width - n)
 
 
+def test_a_request_past_max_windowed_tokens_is_refused_and_the_model_serves_on(encoder, tokenizer):
+    signatures, _, _ = encoder
+    texts = [*TEXTS, ""]  # one text more than the cap admits
+    size = len(texts) * (max(len(tokenizer.tokenize(text)) for text in texts) + 2)
+    assert size > MAX_WINDOWED_TOKENS
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"is {size} tokens .*max_windowed_tokens=212"):
+        signatures["text_windowed"](text=tf.constant(texts))
+    got = signatures["text_windowed"](text=tf.constant(["Hello, world!"]))
+    assert decoded(got["tokens"][0].numpy()[:6]) == ["[CLS]", *tokenizer.tokenize("Hello, world!"), "[SEP]"]
+
+
 def test_an_empty_request_gets_empty_outputs(encoder, classifier):
     got = encoder[0]["text_windowed"](text=tf.constant([], tf.string))
     assert got["sequence_output"].shape[0] == 0 and got["tokens"].shape[0] == 0
@@ -260,7 +282,8 @@ def test_an_empty_request_gets_empty_outputs(encoder, classifier):
 def test_the_export_logs_that_text_cuts_and_text_windowed_windows(encoder):
     assert any(
         "text signatures cut a text past max_seq_length=16 WordPieces; text_windowed windows it "
-        "(14 pieces a window, doc_stride=5)" in message
+        "(14 pieces a window, doc_stride=5; 5 windows at a time, requests up to "
+        "max_windowed_tokens=212)" in message
         for message in encoder[2]
     ), encoder[2]
 
@@ -271,6 +294,8 @@ def test_the_export_logs_that_text_cuts_and_text_windowed_windows(encoder):
         ({"doc_stride": 0}, "doc_stride must be positive"),
         ({"doc_stride": 4, "text_signatures": False}, "it needs text_signatures"),
         ({"doc_stride": 4, "window_pooling": "sum"}, "window_pooling must be one of"),
+        ({"doc_stride": 4, "window_batch_size": 0}, "window_batch_size must be positive"),
+        ({"doc_stride": 4, "max_windowed_tokens": 0}, "max_windowed_tokens must be positive"),
         ({"doc_stride": 4, "max_text_a_tokens": 4}, "windows its own way"),
         ({"doc_stride": 4, "output_names": ["pooled_output"]}, "text_windowed would return nothing"),
         ({"doc_stride": 4, "output_names": ["sequence_output", "tokens"]}, "returns 'tokens' itself"),

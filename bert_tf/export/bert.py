@@ -7,7 +7,13 @@ import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints.pretrained import open_pretrained
-from bert_tf.export.module import ServedModel, after_checks, export_saved_model
+from bert_tf.export.module import (
+    MAX_WINDOWED_TOKENS,
+    WINDOW_BATCH_SIZE,
+    ServedModel,
+    after_checks,
+    export_saved_model,
+)
 from bert_tf.export.versioning import check_version
 from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertPretrainer
@@ -68,6 +74,8 @@ def export_bert(
     overwrite=False,
     text_tokens=False,
     doc_stride=None,
+    window_batch_size=WINDOW_BATCH_SIZE,
+    max_windowed_tokens=MAX_WINDOWED_TOKENS,
 ):
     """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example`, with
     heads `pretraining`, and with `doc_stride` `text_windowed`.
@@ -76,7 +84,8 @@ def export_bert(
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
         config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
-        overwrite, text_tokens, doc_stride: As `export_saved_model`.
+        overwrite, text_tokens, doc_stride, window_batch_size, max_windowed_tokens: As
+        `export_saved_model`.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
 
@@ -114,6 +123,8 @@ def export_bert(
         config=encoder.config,
         text_tokens=text_tokens,
         doc_stride=doc_stride,
+        window_batch_size=window_batch_size,
+        max_windowed_tokens=max_windowed_tokens,
     )
     return path, report
 
@@ -134,6 +145,15 @@ class ExportOptions(ModelFileOptions, WindowOptions):
         False,
         "`text` and `text_pair` also return tokens, start_offsets, end_offsets (UTF-8 bytes into "
         "the request's text, -1 for [CLS], [SEP], padding) and segment_ids.",
+    )
+    window_batch_size: int = option(
+        WINDOW_BATCH_SIZE,
+        "With --doc_stride: how many windows `text_windowed` runs through the model at a time.",
+    )
+    max_windowed_tokens: int = option(
+        MAX_WINDOWED_TOKENS,
+        "With --doc_stride: the largest `text_windowed` request, texts x (longest text's WordPieces + 2); "
+        "a larger one is refused (INVALID_ARGUMENT).",
     )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")
@@ -159,6 +179,8 @@ def run_export(options):
         overwrite=options.overwrite,
         text_tokens=options.text_tokens,
         doc_stride=options.doc_stride,
+        window_batch_size=options.window_batch_size,
+        max_windowed_tokens=options.max_windowed_tokens,
     )
     if report is not None:
         print(report)

@@ -9,9 +9,9 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
   of 8 (`REQUEST_PADDING`), at most `max_seq_length`: a short request costs what its texts need,
   and a token's outputs do not depend on the padding after it (the mask hides it);
 - `text_windowed` (with `doc_stride`): strings, each cut into windows of `max_seq_length - 2`
-  WordPieces as `bert_tf.text.windows` cuts long documents, the windows of the whole request
-  run as one batch; it returns per text what the tools return per document (see
-  `ExportModule`);
+  WordPieces as `bert_tf.text.windows` cuts long documents, the request's windows run in
+  batches of `window_batch_size` (a request past `max_windowed_tokens` is refused); it returns
+  per text what the tools return per document (see `ExportModule`);
 - `tf_example`: serialized `tf.Example`s with the three int64 features of the original's
   TFRecords, each `max_seq_length` long;
 - extra signatures (e.g. `pretraining`): the three tensors plus the inputs a model needs
@@ -53,6 +53,11 @@ WINDOWED_TOKEN_OUTPUTS = TEXT_TOKEN_OUTPUTS[:3]
 # The text signatures pad to a multiple of this (tensor cores and oneDNN like such shapes, and
 # the model is traced for fewer lengths).
 REQUEST_PADDING = 8
+# `text_windowed`'s defaults: windows run through the model at a time (32 windows of 128 are
+# 4,096 rows, enough for a CPU's matmuls to run at their rate), and the largest request, in
+# tokens of its outputs (texts x (longest text's WordPieces + 2)).
+WINDOW_BATCH_SIZE = 32
+MAX_WINDOWED_TOKENS = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,8 +250,10 @@ class ExportModule(tf.Module):
       doc_stride: None, or adds the `text_windowed` signature, which takes strings as `text`
         does and cuts each text into windows of `max_seq_length - 2` WordPieces, starting
         `doc_stride` pieces apart (`bert_tf.text.windows`; a text that fits gets one window,
-        packed as `text` packs it). The windows of all the request's texts run through the
-        model as one batch, padded as `text` pads; what it returns is per text:
+        packed as `text` packs it). The windows of all the request's texts, padded as `text`
+        pads, run through the model `window_batch_size` at a time, so that a request's memory
+        beyond the model's is its outputs and one batch's activations; what it returns is per
+        text:
         the outputs given per token (`ServedModel.token_outputs`: the encoder's
         `sequence_output`, a tagger's `probabilities` and `labels`), each token's from the
         window where it has the most context, `[CLS]`'s from the first window and the last
@@ -258,13 +265,18 @@ class ExportModule(tf.Module):
         the windows (`window_pooling`) and its `output` named from them. Other outputs per
         example (the encoder's `pooled_output`, which summarises one window) are left out.
       window_pooling: "mean" or "max" over the windows of a text, for the pooled `scores`.
+      window_batch_size: How many windows `text_windowed` runs through the model at a time.
+      max_windowed_tokens: The largest `text_windowed` request, counted as its outputs per
+        token are shaped: texts x (the longest text's WordPieces + 2). A larger one is refused
+        (`InvalidArgumentError` naming this cap and the request's size) before any window runs.
 
     Raises:
       ValueError: `max_seq_length` below 3, a missing vocabulary, a signature name used twice,
         or a served output named as one of `TEXT_TOKEN_OUTPUTS` with `text_tokens` (or with
         `doc_stride` and outputs per token); `doc_stride` below 1, without the text signatures,
         with `max_text_a_tokens`, or for a model that would return nothing in `text_windowed`;
-        a `window_pooling` not in `WINDOW_POOLINGS`.
+        a `window_pooling` not in `WINDOW_POOLINGS`; a `window_batch_size` or
+        `max_windowed_tokens` below 1.
     """
 
     def __init__(
@@ -280,6 +292,8 @@ class ExportModule(tf.Module):
         max_text_a_tokens=None,
         doc_stride=None,
         window_pooling="mean",
+        window_batch_size=WINDOW_BATCH_SIZE,
+        max_windowed_tokens=MAX_WINDOWED_TOKENS,
     ):
         super().__init__(name="bert_tf_export")
         if max_seq_length < 3:
@@ -339,6 +353,14 @@ class ExportModule(tf.Module):
                 )
             if window_pooling not in WINDOW_POOLINGS:
                 raise ValueError(f"window_pooling must be one of {WINDOW_POOLINGS}, got {window_pooling!r}")
+            for name, value in (
+                ("window_batch_size", window_batch_size),
+                ("max_windowed_tokens", max_windowed_tokens),
+            ):
+                if value < 1:
+                    raise ValueError(f"{name} must be positive, got {value}")
+            self._window_batch_size = window_batch_size
+            self._max_windowed_tokens = max_windowed_tokens
             self._windowed = _WindowedModel(served, window_pooling)
             self.doc_stride = tf.Variable(doc_stride, trainable=False, name="doc_stride")
 
@@ -480,8 +502,9 @@ class ExportModule(tf.Module):
         return outputs
 
     def _serve_text_windowed(self, text, model):
-        """`text_windowed`: each text cut into windows, the request's windows run as one batch,
-        the outputs put back together per text (`ExportModule`'s `doc_stride`).
+        """`text_windowed`: each text cut into windows, the request's windows run in batches of
+        `window_batch_size`, the outputs put back together per text (`ExportModule`'s
+        `doc_stride`).
 
         The outputs per token are built at their positions of the padded [batch, length]
         tensors by gathers (as `pack_ids` packs), rather than by ragged concatenations and
@@ -493,6 +516,7 @@ class ExportModule(tf.Module):
             ids, starts, ends = tokenizer.tokenize_with_offsets(text)
         else:
             ids = tokenizer.tokenize(text)
+        ids = self._within_windowed_cap(ids)
         num_tokens = ids.row_lengths()
         window_starts, window_lengths = graph_windows.doc_spans(num_tokens, max_tokens, self._doc_stride)
         # Ragged [windows, (pieces)]: where each window's pieces are in `ids.flat_values`.
@@ -510,19 +534,16 @@ class ExportModule(tf.Module):
             tokenizer.sep_id,
             pad_to_multiple=REQUEST_PADDING,
         )
-        # The served model's outputs, those of `windowed.model` among them (the served
-        # model's NamedLabels output, if any, is left out).
-        window_outputs = model({name: packed[name] for name in ID_INPUTS})
-        window_outputs = {name: window_outputs[name] for name in windowed.model.output_names}
+        windows = {name: packed[name] for name in ID_INPUTS}
         outputs = {}
-        for name in windowed.pooled_outputs:
-            per_text = tf.RaggedTensor.from_row_splits(
-                window_outputs[name], window_starts.row_splits, validate=False
-            )
+        if windowed.pooled_outputs:
+            per_window = self._run_windows(model, windows, windowed.pooled_outputs)
             pool = tf.reduce_mean if windowed.pooling == "mean" else tf.reduce_max
-            outputs[name] = pool(per_text, axis=1)
-        if windowed.pooled_outputs and windowed.labels is not None:
-            outputs = windowed.labels.with_labels(outputs)
+            for name, values in per_window.items():
+                per_text = tf.RaggedTensor.from_row_splits(values, window_starts.row_splits, validate=False)
+                outputs[name] = pool(per_text, axis=1)
+            if windowed.labels is not None:
+                outputs = windowed.labels.with_labels(outputs)
         if windowed.token_outputs:
             # Each piece's window of most context (counted in the request's windows) and its
             # position there.
@@ -568,7 +589,7 @@ class ExportModule(tf.Module):
                 ],
                 axis=-1,
             )
-            picked = {name: tf.gather_nd(window_outputs[name], at) for name in windowed.token_outputs}
+            picked = self._run_windows(model, windows, windowed.token_outputs, at)
             if not windowed.pooled_outputs and windowed.labels is not None:
                 picked = windowed.labels.with_labels(picked)
             real = columns <= count + 1
@@ -584,6 +605,93 @@ class ExportModule(tf.Module):
             for name, offsets in zip(WINDOWED_TOKEN_OUTPUTS[1:], (starts, ends), strict=True):
                 outputs[name] = at_pieces(tf.cast(offsets.flat_values, tf.int64), -1)
         return outputs
+
+    def _within_windowed_cap(self, ids):
+        """`ids` (ragged [texts, (pieces)]) passed on once the request is known to be within
+        `max_windowed_tokens`, counted as its outputs per token are shaped: texts x (the
+        longest text's pieces + 2).
+
+        Raises:
+          InvalidArgumentError: (when run) the request is larger, naming the cap and its size.
+        """
+        num_tokens = ids.row_lengths()
+        texts = tf.size(num_tokens, out_type=tf.int64)
+        longest = tf.reduce_max(tf.concat([num_tokens, tf.zeros([1], num_tokens.dtype)], axis=0))
+        size = texts * (tf.cast(longest, tf.int64) + 2)
+        cap = self._max_windowed_tokens
+        message = tf.strings.format(
+            "text_windowed: a request of {} texts, the longest {} WordPieces, is {} tokens "
+            f"(texts x (longest + 2)), more than max_windowed_tokens={cap}",
+            (texts, longest, size),
+        )
+        check = tf.debugging.Assert(size <= cap, [message])
+        return ids.with_flat_values(after_checks({"ids": ids.flat_values}, [check])["ids"])
+
+    def _run_windows(self, model, windows, names, at=None):
+        """The outputs `names` of `model` on the windows, run `window_batch_size` windows at a
+        time, one batch after the other: what stays of a batch is what is read from it.
+
+        Args:
+          model: The served model's function of the three id tensors.
+          windows: The id tensors, [windows, seq] each.
+          names: The outputs to return.
+          at: None: each window's outputs are returned, [windows, ...]. Else int64
+            [batch, length, 2], the (window, position) each output cell reads, and the outputs
+            are returned as [batch, length, ...], each cell's from its window and position.
+
+        Returns:
+          Name -> output.
+        """
+        size = self._window_batch_size
+        num_windows = tf.shape(windows["input_ids"], out_type=tf.int64)[0]
+        num_batches = (num_windows + size - 1) // size
+        specs = model.get_concrete_function().structured_outputs
+        if at is not None:
+            # The cells sorted by window, so that those of a batch are a slice.
+            cell_window, cell_position = tf.unstack(tf.reshape(at, [-1, 2]), axis=1)
+            order = tf.argsort(cell_window, stable=True)
+            cell_window, cell_position = tf.gather(cell_window, order), tf.gather(cell_position, order)
+            bounds = tf.searchsorted(cell_window, tf.range(num_batches + 1) * size, out_type=tf.int64)
+        skip = 1 if at is None else 2  # the axes replaced by the windows' or the cells'
+        arrays = [
+            tf.TensorArray(
+                specs[name].dtype,
+                size=tf.cast(num_batches, tf.int32),
+                infer_shape=False,
+                element_shape=tf.TensorShape([None]).concatenate(specs[name].shape[skip:]),
+            )
+            for name in names
+        ]
+
+        def run_batch(index, arrays):
+            start = index * size
+            outputs = model({name: x[start : start + size] for name, x in windows.items()})
+            if at is not None:
+                cells = slice(bounds[index], bounds[index + 1])
+                read = tf.stack([cell_window[cells] - start, cell_position[cells]], axis=-1)
+            return index + 1, [
+                array.write(
+                    tf.cast(index, tf.int32),
+                    outputs[name] if at is None else tf.gather_nd(outputs[name], read),
+                )
+                for name, array in zip(names, arrays, strict=True)
+            ]
+
+        # One batch at a time: batches run side by side would hold their activations together.
+        _, arrays = tf.while_loop(
+            lambda index, _: index < num_batches,
+            run_batch,
+            (tf.constant(0, tf.int64), arrays),
+            parallel_iterations=1,
+        )
+        values = {name: array.concat() for name, array in zip(names, arrays, strict=True)}
+        if at is None:
+            return values
+        unsorted = tf.math.invert_permutation(order)
+        return {
+            name: tf.reshape(tf.gather(x, unsorted), tf.concat([tf.shape(at)[:2], tf.shape(x)[1:]], axis=0))
+            for name, x in values.items()
+        }
 
     def _serve_examples(self, examples):
         features = {name: tf.io.FixedLenFeature([self._max_seq_length], tf.int64) for name in ID_INPUTS}
@@ -646,6 +754,8 @@ def export_saved_model(
     max_text_a_tokens=None,
     doc_stride=None,
     window_pooling="mean",
+    window_batch_size=WINDOW_BATCH_SIZE,
+    max_windowed_tokens=MAX_WINDOWED_TOKENS,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -664,8 +774,9 @@ def export_saved_model(
       config: The model's `BertConfig`: the signatures then check the ids (see `ExportModule`).
       text_tokens: Whether the text signatures also return the `tokens` (see `ExportModule`).
       max_text_a_tokens: How `text_pair` truncates (see `ExportModule`).
-      doc_stride, window_pooling: The `text_windowed` signature, windowing long texts (see
-        `ExportModule`); None leaves it out.
+      doc_stride, window_pooling, window_batch_size, max_windowed_tokens: The `text_windowed`
+        signature, windowing long texts (see `ExportModule`); a `doc_stride` of None leaves it
+        out.
 
     Returns:
       The version directory written.
@@ -694,6 +805,8 @@ def export_saved_model(
             max_text_a_tokens,
             doc_stride,
             window_pooling,
+            window_batch_size,
+            max_windowed_tokens,
         )
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():
@@ -708,9 +821,12 @@ def export_saved_model(
         else:
             logger.info(
                 "The text signatures cut a text past max_seq_length=%d WordPieces; text_windowed "
-                "windows it (%d pieces a window, doc_stride=%d)",
+                "windows it (%d pieces a window, doc_stride=%d; %d windows at a time, requests up to "
+                "max_windowed_tokens=%d)",
                 max_seq_length,
                 max_seq_length - 2,
                 doc_stride,
+                window_batch_size,
+                max_windowed_tokens,
             )
     return final
