@@ -44,6 +44,8 @@ setup(
             "hypothesis==6.155.2",
             "jax[cpu]==0.10.2",
             "ruff==0.17.6",
+            # The reference of GLUE's metrics (tests/test_classifier_metrics.py); SciPy with it.
+            "scikit-learn==1.9.1",
         ],
     },
 )

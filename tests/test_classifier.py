@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+import sklearn.metrics
 import tensorflow as tf
 
 from bert_tf.checkpoints import reference
@@ -178,11 +179,202 @@ def test_tsv_and_csv_name_their_columns_in_the_header(tmp_path):
         classifier_data.get_processor("csv", str(tmp_path), "q", "a").get_train_examples(str(tmp_path))
 
 
+KNOWN_TASKS = "cola, sst2, mrpc, qqp, stsb, mnli, mnli-mm, qnli, rte, wnli, xnli, tsv, csv"
+
+
 def test_unknown_task_name_lists_the_known_ones():
-    with pytest.raises(
-        ValueError, match=r"unknown task 'sst9'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
-    ):
+    with pytest.raises(ValueError, match=rf"unknown task 'sst9'; known tasks: {KNOWN_TASKS}$"):
         classifier_data.get_processor("sst9")
+    with pytest.raises(
+        ValueError, match=r"^--task_type: expected one of classification, regression, got 'x'$"
+    ):
+        classifier_data.get_processor("tsv", task_type="x")
+    with pytest.raises(
+        ValueError, match=r"^--task_type=regression is for tsv/csv; --task_name=cola has its own$"
+    ):
+        classifier_data.get_processor("cola", task_type="regression")
+    with pytest.raises(
+        ValueError, match=r"^--labels: a regression \(--task_type=regression\) has no labels$"
+    ):
+        classifier_data.get_processor("csv", labels="a,b", task_type="regression")
+
+
+# GLUE's layouts (https://gluebenchmark.com/tasks, the files of its download): each task's
+# train/dev header (dev as train), its test header, a labelled row and a test row.
+GLUE_SAMPLES = {
+    "sst2": (["sentence", "label"], ["index", "sentence"], ["a fine film ", "1"], ["0", "dull"]),
+    "qqp": (
+        ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+        ["id", "question1", "question2"],
+        ["201359", "303345", "303346", "Why are people so obsessed?", "Why are so many obsessed?", "1"],
+        ["0", 'Is it "hot"?', "Is it cold?"],
+    ),
+    "stsb": (
+        [
+            "index",
+            "genre",
+            "filename",
+            "year",
+            "old_index",
+            "source1",
+            "source2",
+            "sentence1",
+            "sentence2",
+            "score",
+        ],
+        ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1", "sentence2"],
+        [
+            "0",
+            "main-captions",
+            "MSRvid",
+            "2012test",
+            "0001",
+            "none",
+            "none",
+            "A plane.",
+            "An air plane.",
+            "5.000",
+        ],
+        ["0", "main-news", "headlines", "2015", "0001", "none", "none", "Man dies.", "Woman lives."],
+    ),
+    "qnli": (
+        ["index", "question", "sentence", "label"],
+        ["index", "question", "sentence"],
+        ["0", "When?", "In 1850.", "entailment"],
+        ["0", "Who?", "Nobody knows."],
+    ),
+    "rte": (
+        ["index", "sentence1", "sentence2", "label"],
+        ["index", "sentence1", "sentence2"],
+        ["0", "Dana Reeve died.", "Christopher Reeve had an accident.", "not_entailment"],
+        ["0", "Mangla was dead.", "Mangla died."],
+    ),
+    "wnli": (
+        ["index", "sentence1", "sentence2", "label"],
+        ["index", "sentence1", "sentence2"],
+        ["0", "I stuck a pin through a carrot.", "The carrot had a hole.", "1"],
+        ["0", "The cat sat.", "It sat."],
+    ),
+}
+GLUE_LABELS = {
+    "sst2": (["0", "1"], "SST-2"),
+    "qqp": (["0", "1"], "QQP"),
+    "stsb": (None, "STS-B"),
+    "qnli": (["entailment", "not_entailment"], "QNLI"),
+    "rte": (["entailment", "not_entailment"], "RTE"),
+    "wnli": (["0", "1"], "WNLI"),
+}
+
+
+@pytest.mark.parametrize("task", GLUE_SAMPLES)
+def test_glue_tasks_read_glues_files_columns_and_labels(tmp_path, task):
+    header, test_header, row, test_row = GLUE_SAMPLES[task]
+    for name in ("train", "dev"):
+        _write_tsv(tmp_path / f"{name}.tsv", [header, row])
+    _write_tsv(tmp_path / "test.tsv", [test_header, test_row])
+    processor = classifier_data.get_processor(task.upper())
+    labels, submission_name = GLUE_LABELS[task]
+    assert (processor.get_labels(), processor.submission_name) == (labels, submission_name)
+    assert processor.is_regression == (labels is None)
+    texts = [row[header.index(c)] for c in header if c.startswith(("sentence", "question"))]
+    label = row[-1]
+    expected = InputExample("train-1", texts[0], texts[1] if len(texts) > 1 else None, label)
+    assert processor.get_train_examples(str(tmp_path)) == [expected]
+    assert processor.get_dev_examples(str(tmp_path))[0].guid == "dev-1"
+    test_texts = [
+        test_row[test_header.index(c)] for c in test_header if c.startswith(("sentence", "question"))
+    ]
+    assert processor.get_test_examples(str(tmp_path)) == [
+        InputExample("test-1", test_texts[0], test_texts[1] if len(test_texts) > 1 else None, None)
+    ]
+
+
+def test_qqp_rows_split_by_a_newline_are_skipped_with_a_warning(tmp_path, caplog):
+    """GLUE's QQP train.tsv held a question with a newline: the row is cut into two short ones."""
+    header, _, row, _ = GLUE_SAMPLES["qqp"]
+    cut = ["5", "7", "8", "Was Muhammad"]
+    _write_tsv(tmp_path / "train.tsv", [header, row, cut, ["a real figure?", "0"], row])
+    with caplog.at_level(logging.WARNING):
+        examples = classifier_data.get_processor("qqp").get_train_examples(str(tmp_path))
+    assert [e.line_number for e in examples] == [2, 5]
+    assert (
+        f"{tmp_path / 'train.tsv'}: 2 rows skipped: not 6 columns as the header (the first ends on line 3)"
+        in (caplog.text)
+    )
+    # Elsewhere such a row is still an error.
+    _write_tsv(tmp_path / "dev.tsv", [["index", "sentence1", "sentence2", "label"], ["0", "a", "b"]])
+    with pytest.raises(ValueError, match=r"dev\.tsv:2: 3 columns, expected 4 \(as the header\)"):
+        classifier_data.get_processor("rte").get_dev_examples(str(tmp_path))
+
+
+def test_mnli_mm_reads_the_mismatched_dev_and_test_sets(tmp_path):
+    row = ["4", "p", "q", "genre", "bp1", "bp2", "pa1", "pa2", "premise", "hypothesis"]
+    _write_tsv(
+        tmp_path / "dev_mismatched.tsv", [row + ["x"] * 5 + ["gold_label"], row + ["x"] * 5 + ["neutral"]]
+    )
+    _write_tsv(tmp_path / "test_mismatched.tsv", [row, row])
+    processor = classifier_data.get_processor("MNLI-MM")
+    assert processor.get_labels() == ["contradiction", "entailment", "neutral"]
+    assert processor.submission_name == "MNLI-mm"
+    assert classifier_data.get_processor("mnli").submission_name == "MNLI-m"
+    assert processor.get_dev_examples(str(tmp_path)) == [
+        InputExample("dev_mismatched-4", "premise", "hypothesis", "neutral")
+    ]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-4", "premise", "hypothesis")]
+
+
+def test_a_regressions_scores_are_float_label_ids(tmp_path, tokenizer):
+    _write_tsv(tmp_path / "train.tsv", [["text", "y"], ["dog", "0.25"], ["cat", "4"]])
+    processor = classifier_data.get_processor("tsv", str(tmp_path), "text", None, "y", task_type="regression")
+    assert processor.is_regression and processor.get_labels() is None
+    examples = processor.get_train_examples(str(tmp_path)) + [InputExample("test-0", "fish")]
+    path = str(tmp_path / "train.tf_record")
+    classifier_data.file_based_convert_examples_to_features(examples, None, 6, tokenizer, path)
+    spec = classifier_data.name_to_features(6, is_regression=True)
+    rows = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(path)]
+    assert [row["label_ids"].numpy() for row in rows] == [0.25, 4.0, 0.0]  # 0.0: to predict
+    assert rows[0]["label_ids"].dtype == tf.float32
+    assert list(rows[1]["input_ids"].numpy()) == _ids(["[CLS]", "cat", "[SEP]"]) + [0] * 3
+    for bad in ("high", "nan"):
+        with pytest.raises(
+            ValueError, match=rf"^t\.tsv:3: label '{bad}' is not a number \(a regression's score\)$"
+        ):
+            classifier_data.check_label(InputExample("g", "a", None, bad, "t.tsv", 3), None)
+
+
+def test_submission_files_have_glues_columns_and_one_row_per_test_example(tmp_path):
+    scores = np.array([4.12345, 0.0, 2.5], np.float32)
+    classifier_run.write_submission(scores, str(tmp_path / "STS-B.tsv"))
+    with open(tmp_path / "STS-B.tsv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows == [["index", "prediction"], ["0", "4.123"], ["1", "0.000"], ["2", "2.500"]]
+    classifier_run.write_submission(["entailment", "not_entailment"], str(tmp_path / "RTE.tsv"))
+    assert (tmp_path / "RTE.tsv").read_text() == "index\tprediction\n0\tentailment\n1\tnot_entailment\n"
+    # A regression's test_results.tsv holds one score a row; test_predictions.tsv names them.
+    classifier_run.write_test_results(scores, str(tmp_path / "test_results.tsv"))
+    assert (tmp_path / "test_results.tsv").read_text().splitlines() == ["4.12345", "0.0", "2.5"]
+    examples = [InputExample(f"test-{i}", "a") for i in range(3)]
+    classifier_run.write_test_predictions(examples, scores, None, str(tmp_path / "test_predictions.tsv"))
+    assert (tmp_path / "test_predictions.tsv").read_text().splitlines() == [
+        "guid\tscore",
+        "test-0\t4.12345",
+        "test-1\t0.0",
+        "test-2\t2.5",
+    ]
+    assert sorted(os.listdir(tmp_path)) == [
+        "RTE.tsv",
+        "STS-B.tsv",
+        "test_predictions.tsv",
+        "test_results.tsv",
+    ]
+
+
+def test_a_regression_task_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(
+        ValueError, match=r"^--task_name=stsb: a regression \(one score\) needs the regression head"
+    ):
+        run_classifier(_options(tmp_path, tmp_path, task_name="stsb"))
+    assert not (tmp_path / "out").exists()
 
 
 def test_row_with_the_wrong_number_of_columns_names_file_and_line(tmp_path):
@@ -481,10 +673,19 @@ def test_a_checkpoint_in_the_originals_layout_predicts_and_evaluates(tmp_path):
     got = dict(
         line.split(" = ") for line in (tmp_path / "from_init" / "eval_results.txt").read_text().splitlines()
     )
-    assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert list(got) == ["eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
     assert got["global_step"] == "0"
     for key, value in expected.items():
         assert float(got[key]) == pytest.approx(value, abs=1e-5), key
+    # MRPC's F1 of class 1, against scikit-learn's on the reference's predictions.
+    eval_probabilities, eval_labels = ff.reference_probabilities(
+        weights, str(tmp_path / "from_init" / "eval.tf_record"), 32
+    )
+    f1 = sklearn.metrics.f1_score(eval_labels, eval_probabilities.argmax(-1))
+    assert float(got["eval_f1"]) == pytest.approx(f1, abs=1e-6)
+    # GLUE's submission file: a header, then each test example's index and label.
+    submission = (tmp_path / "from_init" / "MRPC.tsv").read_text().splitlines()
+    assert submission == ["index\tprediction"] + [f"{i}\t{np.argmax(p)}" for i, p in enumerate(probabilities)]
     # `loss` is the mean of the batch means (the last batch's mean over its 2 real rows).
     assert float(got["loss"]) != pytest.approx(float(got["eval_loss"]), abs=1e-4)
 
@@ -592,7 +793,7 @@ def trained(tmp_path_factory, fixtures_dir):
 def test_learns_the_keyword_task_to_90_percent_on_its_training_set(trained):
     _, output_dir, _ = trained
     got = dict(line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines())
-    assert list(got) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert list(got) == ["eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
     assert got["global_step"] == str(int(96 / 16 * 15))  # the original's step arithmetic
     assert float(got["eval_accuracy"]) >= 0.9, got
     # The same results for TensorBoard in <output_dir>/eval, under the same names.
@@ -602,7 +803,7 @@ def test_learns_the_keyword_task_to_90_percent_on_its_training_set(trained):
         for event in tf.compat.v1.train.summary_iterator(path)
     ]
     scalars = {value.tag: float(tf.make_ndarray(value.tensor)) for e in events for value in e.summary.value}
-    assert scalars.keys() == {"eval_accuracy", "eval_loss", "loss"}
+    assert scalars.keys() == {"eval_accuracy", "eval_f1", "eval_loss", "loss"}
     assert scalars["eval_accuracy"] == pytest.approx(float(got["eval_accuracy"]), rel=1e-6)
     assert {e.step for e in events if e.summary.value} == {int(got["global_step"])}
 
@@ -700,11 +901,11 @@ def test_tool_reports_an_unknown_task_in_one_line(tmp_path, fixtures_dir):
         f"--output_dir={tmp_path / 'o'}",
     ]
     result = tool_runs.run(
-        [sys.executable, TOOL, "--task_name=QQP", f"--data_dir={DEMO}", "--do_train", *common], cwd=REPO
+        [sys.executable, TOOL, "--task_name=QQQ", f"--data_dir={DEMO}", "--do_train", *common], cwd=REPO
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: --task_name: unknown task 'QQP'; known tasks: cola, mnli, mrpc, xnli, tsv, csv"
+        f"error: --task_name: unknown task 'QQQ'; known tasks: {KNOWN_TASKS}"
     )
 
 
@@ -869,9 +1070,13 @@ def test_texts_that_fit_in_one_window_give_todays_results(tmp_path):
     (predict, test_results, eval_results), (windowed, windowed_results, windowed_eval) = written
     np.testing.assert_allclose(windowed, predict, rtol=0, atol=1e-5)
     np.testing.assert_allclose(windowed_results, test_results, rtol=0, atol=1e-5)
-    assert list(windowed_eval) == list(eval_results) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert (
+        list(windowed_eval)
+        == list(eval_results)
+        == ["eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
+    )
     assert windowed_eval["global_step"] == eval_results["global_step"]
-    for name in ("eval_accuracy", "eval_loss", "loss"):
+    for name in ("eval_accuracy", "eval_f1", "eval_loss", "loss"):
         assert float(windowed_eval[name]) == pytest.approx(float(eval_results[name]), abs=1e-5), name
 
 

@@ -507,3 +507,19 @@ def test_lower_casing_without_accent_stripping_is_a_warning(tmp_path, caplog):
     assert any(
         "strip_accents is False" in r.message and "accented letters" in r.message for r in caplog.records
     )
+
+
+@pytest.mark.parametrize("name", ["two_labels", "sparse"])
+def test_keys_left_out_of_config_json_read_as_transformers_reads_them(name):
+    """transformers 5 writes no id2label for its default two labels; a hand-written config may
+    name only num_labels. Both read as transformers read them (tests/data/make_hf_defaults.py)."""
+    directory = os.path.join(os.path.dirname(HF_TINY), "hf_defaults", name)
+    expected = read_json(os.path.join(directory, "read.json"))
+    assert "id2label" not in read_json(os.path.join(directory, "config.json"))
+    config, architecture, labels = hf.read_hf_config(directory)
+    assert architecture == "BertForSequenceClassification"
+    assert labels == [expected["id2label"][str(i)] for i in range(len(expected["id2label"]))]
+    assert config.hidden_act == hf.HF_ACTIVATIONS[expected["hidden_act"]]
+    for key, value in config.to_dict().items():
+        if key != "hidden_act":
+            assert value == expected[key], key

@@ -73,6 +73,26 @@ GOOGLE_ACTIVATIONS = {
     "linear": "linear",
 }
 
+# transformers 5's defaults (its `BertConfig` and `PreTrainedConfig`) of the `config.json` keys
+# read here, used for a key the file leaves out: `save_pretrained` writes no `id2label` for the
+# default two labels, and a hand-written file may name fewer keys. Without `id2label` there are
+# `num_labels` labels named `LABEL_<id>`, as transformers names them.
+HF_DEFAULTS = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "layer_norm_eps": EPSILON,
+    "num_labels": 2,
+}
+
 _PRETRAINING_HEAD = ("cls/predictions", "cls/seq_relationship")
 _MASKED_LM_HEAD = ("cls/predictions",)
 
@@ -179,7 +199,7 @@ def _read_json(path):
 
 def read_hf_config(directory):
     """Reads `config.json` into the original's config, the architecture, its fine-tuning head and
-    the labels.
+    the labels, a key left out taking transformers' default (`HF_DEFAULTS`).
 
     Returns:
       `(config, architecture, head or None, labels or None)`.
@@ -191,7 +211,7 @@ def read_hf_config(directory):
     path = os.path.join(directory, CONFIG_FILE)
     if not files.isfile(path):
         raise ValueError(f"{directory}: no {CONFIG_FILE} (not a Hugging Face model directory)")
-    data = _read_json(path)
+    data = {**HF_DEFAULTS, **_read_json(path)}
 
     def refuse(key, why):
         raise ValueError(f"{path}: {key} {data.get(key)!r} {why}")
@@ -202,7 +222,7 @@ def read_hf_config(directory):
         refuse(
             "position_embedding_type", "is not supported: the original's model has 'absolute' positions only"
         )
-    if data.get("layer_norm_eps", EPSILON) != EPSILON:
+    if data["layer_norm_eps"] != EPSILON:
         refuse("layer_norm_eps", f"is not supported: the original's model uses {EPSILON:g}")
     for key in ("is_decoder", "add_cross_attention"):
         if data.get(key):
@@ -213,15 +233,22 @@ def read_hf_config(directory):
     if len(architectures) != 1 or architectures[0] not in ARCHITECTURES:
         refuse("architectures", f"is not supported: one of {', '.join(ARCHITECTURES)}")
     architecture = architectures[0]
-    google = {key: data[key] for key in GOOGLE_KEYS if key in data and key != "hidden_act"}
+    google = {key: data[key] for key in GOOGLE_KEYS if key != "hidden_act"}
     try:
         config = BertConfig(**google, hidden_act=HF_ACTIVATIONS[data["hidden_act"]])
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}") from None
     labels = None
     id2label = data.get("id2label")
+    if id2label is None:  # (null as transformers reads it: the default)
+        num_labels = data["num_labels"]
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            refuse("num_labels", "must be a positive integer")
+        id2label = {str(i): f"LABEL_{i}" for i in range(num_labels)}
     try:
-        head = head_named(architecture, data.get("problem_type"), len(id2label) if id2label else None)
+        head = head_named(
+            architecture, data.get("problem_type"), len(id2label) if isinstance(id2label, dict) else None
+        )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
     if head is not None and head.labels:

@@ -2,12 +2,19 @@
 features.
 
 - Data: the original's processors (`cola`, `mnli` with the matched dev set, `mrpc`, `xnli`) with
-  its files, columns, header skipping, guids and label lists, plus `tsv`/`csv` for users' own data
-  (a header row naming the columns; `text_a_column`, `text_b_column`, `label_column`).
+  its files, columns, header skipping, guids and label lists; the other GLUE tasks as GLUE
+  distributes them (`sst2`, `qqp`, `stsb`, `qnli`, `rte`, `wnli`, and `mnli-mm`: MNLI with the
+  mismatched dev and test sets), their columns found by the names in their header rows; and
+  `tsv`/`csv` for users' own data (a header row naming the columns; `text_a_column`,
+  `text_b_column`, `label_column`; `is_regression` for a score).
 - Features: the original's `convert_single_example` (`[CLS] a [SEP] b [SEP]`, the pair truncated
   longest-first, segment ids, zero padding, `label_id`, `is_real_example`), written one record per
   example to `train.tf_record`, `eval.tf_record`, `predict.tf_record` with the original's feature
   names (and, only with `--use_tpu`, padded with fake examples to whole batches, as the original).
+- Regression (`stsb`, `tsv`/`csv` with `--task_type=regression`): the processor's `get_labels()` is
+  None and a label is a score; it goes to the records under the same name, `label_ids`, as a
+  float feature (`name_to_features(..., is_regression=True)` reads it as float32), so the model,
+  the runner and the predict path read one name for both kinds of task. A row to predict gets 0.0.
 - Windows (`--doc_stride`, bert_tf's): a text longer than `max_seq_length` - 2 WordPieces is
   read as SQuAD reads a document (`bert_tf.text.windows`): windows of that many pieces, each
   a record with the example's label. Of a pair, `text_a` is kept whole in every window, as
@@ -18,7 +25,9 @@ features.
 import csv
 import dataclasses
 import logging
+import math
 import os
+from functools import partial
 
 from bert_tf.data.records import write_records
 from bert_tf.files import isfile, open_file, original_line
@@ -58,11 +67,13 @@ class InputFeatures:
     input_ids: list
     input_mask: list
     segment_ids: list
-    label_id: int
+    label_id: int  # a float score for a regression
     is_real_example: bool = True
 
 
-def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_columns=0):
+def read_tsv(
+    input_file, num_columns=None, delimiter="\t", quotechar=None, min_columns=0, skip_malformed=False
+):
     """Reads a delimited file as the original's `_read_tsv` (no quoting for TSV), checking that
     every row has the same number of columns, and at least those the task reads.
 
@@ -73,6 +84,8 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
       quotechar: The quote character; None reads quotes as text, as the original.
       min_columns: Columns the first row (and so every row) must have at least: one past the
         last the task reads.
+      skip_malformed: Drop a row with another number of columns than expected, with one warning
+        naming the file, the first such line and their number, instead of failing (QQP).
 
     Bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` does, with a
     warning naming the file, the first such line (the header is line 1) and their number.
@@ -89,6 +102,7 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
         raise ValueError(f"{input_file}: no such file")
     quoting = csv.QUOTE_NONE if quotechar is None else csv.QUOTE_MINIMAL
     not_utf8 = []  # the numbers of the file's lines that are not UTF-8
+    malformed = []  # the lines where the rows skipped end
 
     def decoded(numbered_lines):
         for number, line in numbered_lines:
@@ -108,6 +122,9 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
             if not lines and len(line) < min_columns:  # the others must have as many columns
                 raise ValueError(f"{where}: {len(line)} columns, expected at least {min_columns}")
             expected = num_columns if num_columns is not None else len(lines[0][1]) if lines else len(line)
+            if len(line) != expected and skip_malformed and lines:
+                malformed.append(reader.line_num)
+                continue
             if len(line) != expected:
                 source = "" if num_columns is not None else " (as the header)"
                 raise ValueError(f"{where}: {len(line)} columns, expected {expected}{source}")
@@ -121,11 +138,29 @@ def read_tsv(input_file, num_columns=None, delimiter="\t", quotechar=None, min_c
             not_utf8[0],
             "its" if len(not_utf8) == 1 else "their",
         )
+    if malformed:
+        logger.warning(
+            "%s: %d row%s skipped: not %d columns as the header (the first ends on line %d)",
+            input_file,
+            len(malformed),
+            "" if len(malformed) == 1 else "s",
+            len(lines[0][1]),
+            malformed[0],
+        )
     return lines
 
 
 class DataProcessor:
-    """Reads the train, dev and test examples of a task and knows its labels."""
+    """Reads the train, dev and test examples of a task and knows its labels.
+
+    Attributes:
+      is_regression: Whether a label is a score (one output) rather than one of `get_labels()`.
+      submission_name: The name of GLUE's submission file for the task (`CoLA` for `CoLA.tsv`),
+        None for a task outside GLUE's leaderboard.
+    """
+
+    is_regression = False
+    submission_name = None
 
     def train_file(self, data_dir):
         """The path of the training set's file (GLUE's `train.tsv`)."""
@@ -144,7 +179,7 @@ class DataProcessor:
         raise ValueError(f"the {type(self).__name__} has no test set (--do_predict)")
 
     def get_labels(self):
-        """The label strings; the model's class i is `get_labels()[i]`."""
+        """The label strings; the model's class i is `get_labels()[i]`; None for a regression."""
         raise NotImplementedError()
 
 
@@ -204,6 +239,7 @@ class MnliProcessor(GlueProcessor):
     8 and 9, the label last (the test set has none); guids from the first column."""
 
     dev_file, dev_set, test_file = "dev_matched.tsv", "dev_matched", "test_matched.tsv"
+    submission_name = "MNLI-m"
 
     def get_labels(self):
         return ["contradiction", "entailment", "neutral"]
@@ -224,9 +260,19 @@ class MnliProcessor(GlueProcessor):
         ]
 
 
+class MnliMismatchedProcessor(MnliProcessor):
+    """MultiNLI's mismatched sets (`--task_name=mnli-mm`): trained on the same `train.tsv`,
+    evaluated on `dev_mismatched.tsv`, predicting `test_mismatched.tsv`; columns as `mnli`'s."""
+
+    dev_file, dev_set, test_file = "dev_mismatched.tsv", "dev_mismatched", "test_mismatched.tsv"
+    submission_name = "MNLI-mm"
+
+
 class MrpcProcessor(GlueProcessor):
     """MRPC (GLUE): `train.tsv`, `dev.tsv`, `test.tsv`; the label in column 0, the sentences in
     columns 3 and 4."""
+
+    submission_name = "MRPC"
 
     def get_labels(self):
         return ["0", "1"]
@@ -250,6 +296,8 @@ class MrpcProcessor(GlueProcessor):
 class ColaProcessor(GlueProcessor):
     """CoLA (GLUE): single sentences. `train.tsv` and `dev.tsv` have no header and four columns
     (label in 1, sentence in 3); `test.tsv` has a header and the sentence in column 1."""
+
+    submission_name = "CoLA"
 
     def get_labels(self):
         return ["0", "1"]
@@ -281,7 +329,16 @@ class TableProcessor(DataProcessor):
       text_b_column: The column of the second text of a pair; None for single texts.
       label_column: The column of the label.
       labels: The label list; None: the distinct labels of `train.<ext>`, sorted.
+      is_regression: Whether the label is a score (then `labels` must be None).
+
+    Raises:
+      ValueError: `labels` given for a regression.
     """
+
+    # Whether the columns were named by the flags (`--text_a_column`, ...), which errors name.
+    columns_from_flags = True
+    # Whether a row with another number of columns than the header is dropped (`read_tsv`).
+    skip_malformed = False
 
     def __init__(
         self,
@@ -291,7 +348,10 @@ class TableProcessor(DataProcessor):
         text_b_column=None,
         label_column="label",
         labels=None,
+        is_regression=False,
     ):
+        if is_regression and labels:
+            raise ValueError("--labels: a regression (--task_type=regression) has no labels")
         self.data_dir = data_dir
         self.extension = extension
         self.delimiter, self.quotechar = ("\t", None) if extension == "tsv" else (",", '"')
@@ -299,6 +359,7 @@ class TableProcessor(DataProcessor):
         self.text_b_column = text_b_column
         self.label_column = label_column
         self.labels = list(labels) if labels else None
+        self.is_regression = is_regression
 
     def train_file(self, data_dir):
         return os.path.join(data_dir, f"train.{self.extension}")
@@ -313,6 +374,8 @@ class TableProcessor(DataProcessor):
         return self._create_examples(data_dir, "test")
 
     def get_labels(self):
+        if self.is_regression:
+            return None
         if self.labels is None:
             train_file = self.train_file(self.data_dir)
             if not isfile(train_file):
@@ -322,7 +385,9 @@ class TableProcessor(DataProcessor):
 
     def _create_examples(self, data_dir, set_type):
         path = os.path.join(data_dir, f"{set_type}.{self.extension}")
-        lines = read_tsv(path, delimiter=self.delimiter, quotechar=self.quotechar)
+        lines = read_tsv(
+            path, delimiter=self.delimiter, quotechar=self.quotechar, skip_malformed=self.skip_malformed
+        )
         if not lines:
             raise ValueError(f"{path}: empty file (a header row naming the columns is expected)")
         header = lines[0][1]
@@ -333,7 +398,8 @@ class TableProcessor(DataProcessor):
             wanted.append(("label_column", self.label_column))
         for flag, name in wanted:
             if name not in header:
-                raise ValueError(f"{path}: no column {name!r} (--{flag}) in the header {header}")
+                hint = f" (--{flag})" if self.columns_from_flags else ""
+                raise ValueError(f"{path}: no column {name!r}{hint} in the header {header}")
         text_a = header.index(self.text_a_column)
         text_b = header.index(self.text_b_column) if self.text_b_column else None
         label = header.index(self.label_column) if set_type != "test" else None
@@ -351,53 +417,130 @@ class TableProcessor(DataProcessor):
         ]
 
 
+class GlueTableProcessor(TableProcessor):
+    """A GLUE task whose `train.tsv`, `dev.tsv` and `test.tsv` name their columns in a header row
+    (read as `tsv`, without quoting): the texts and the label are found by those names, the
+    test file having no label column.
+
+    Args:
+      submission_name: GLUE's name of the task (`submission_name`).
+      text_a_column, text_b_column, label_column: The header's names of the columns.
+      labels: The label list; None for a regression (a score).
+      skip_malformed: Whether a row with another number of columns than the header is dropped
+        with a warning (QQP: GLUE's `train.tsv` held rows split by a newline inside a question).
+    """
+
+    columns_from_flags = False
+
+    def __init__(
+        self, submission_name, text_a_column, text_b_column, label_column, labels, skip_malformed=False
+    ):
+        super().__init__(
+            None, "tsv", text_a_column, text_b_column, label_column, labels, is_regression=labels is None
+        )
+        self.submission_name = submission_name
+        self.skip_malformed = skip_malformed
+
+
+# --task_name (lower-cased) -> a processor's constructor (without arguments but for tsv/csv).
+# The GLUE columns are those of GLUE's distributed files (https://gluebenchmark.com/tasks).
 PROCESSORS = {
     "cola": ColaProcessor,
-    "mnli": MnliProcessor,
+    "sst2": partial(GlueTableProcessor, "SST-2", "sentence", None, "label", ["0", "1"]),
     "mrpc": MrpcProcessor,
+    "qqp": partial(
+        GlueTableProcessor, "QQP", "question1", "question2", "is_duplicate", ["0", "1"], skip_malformed=True
+    ),
+    "stsb": partial(GlueTableProcessor, "STS-B", "sentence1", "sentence2", "score", None),
+    "mnli": MnliProcessor,
+    "mnli-mm": MnliMismatchedProcessor,
+    "qnli": partial(
+        GlueTableProcessor, "QNLI", "question", "sentence", "label", ["entailment", "not_entailment"]
+    ),
+    "rte": partial(
+        GlueTableProcessor, "RTE", "sentence1", "sentence2", "label", ["entailment", "not_entailment"]
+    ),
+    "wnli": partial(GlueTableProcessor, "WNLI", "sentence1", "sentence2", "label", ["0", "1"]),
     "xnli": XnliProcessor,
     "tsv": TableProcessor,
     "csv": TableProcessor,
 }
+TASK_TYPES = ("classification", "regression")
 
 
 def get_processor(
-    task_name, data_dir=None, text_a_column="sentence", text_b_column=None, label_column="label", labels=None
+    task_name,
+    data_dir=None,
+    text_a_column="sentence",
+    text_b_column=None,
+    label_column="label",
+    labels=None,
+    task_type="classification",
 ):
     """The processor of `--task_name` (case-insensitive, as the original lower-cases it).
 
     Args:
       task_name: One of `PROCESSORS`.
-      data_dir, text_a_column, text_b_column, label_column, labels: For `tsv` and `csv`
-        (`TableProcessor`); `labels` is a list or a comma-separated string.
+      data_dir, text_a_column, text_b_column, label_column, labels, task_type: For `tsv` and
+        `csv` (`TableProcessor`); `labels` is a list or a comma-separated string; `task_type`
+        one of `TASK_TYPES`.
 
     Raises:
-      ValueError: An unknown task name; the message lists the known ones.
+      ValueError: An unknown task name (the message lists the known ones) or task type, or
+        `--task_type=regression` with `--labels`.
     """
     name = (task_name or "").lower()
     if name not in PROCESSORS:
         raise ValueError(f"--task_name: unknown task {task_name!r}; known tasks: {', '.join(PROCESSORS)}")
+    if task_type not in TASK_TYPES:
+        raise ValueError(f"--task_type: expected one of {', '.join(TASK_TYPES)}, got {task_type!r}")
     if PROCESSORS[name] is not TableProcessor:
+        if task_type != "classification":
+            raise ValueError(f"--task_type={task_type} is for tsv/csv; --task_name={task_name} has its own")
         return PROCESSORS[name]()
     if isinstance(labels, str):
         labels = [label.strip() for label in labels.split(",") if label.strip()]
-    return TableProcessor(data_dir, name, text_a_column, text_b_column, label_column, labels)
+    return TableProcessor(
+        data_dir, name, text_a_column, text_b_column, label_column, labels, task_type == "regression"
+    )
 
 
-def check_label(example, label_list):
-    """Raises unless `example`'s label is one of `label_list`.
+def label_id(example, label_list):
+    """The label of `example` as its record holds it (`label_ids`).
 
     Args:
       example: An `InputExample`.
-      label_list: The task's labels.
+      label_list: The task's labels; None for a regression.
+
+    Returns:
+      The label's index in `label_list`, or for a regression the score as a float; for an
+      example to predict (no label) 0 or 0.0, the original's placeholder id.
 
     Raises:
-      ValueError: An unknown label; the message names the file and line the example was read
-        from (its guid for an example made in code).
+      ValueError: A label not in `label_list`, or a score that is not a finite number; the
+        message names the file and line the example was read from (its guid for an example
+        made in code).
     """
-    if example.label is not None and example.label not in label_list:
-        where = f"{example.input_file}:{example.line_number}" if example.input_file else example.guid
+    where = f"{example.input_file}:{example.line_number}" if example.input_file else example.guid
+    if label_list is None:
+        try:
+            score = 0.0 if example.label is None else float(example.label)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise ValueError(f"{where}: label {example.label!r} is not a number (a regression's score)")
+        return score
+    if example.label is None:
+        return 0
+    if example.label not in label_list:
         raise ValueError(f"{where}: label {example.label!r} is not one of the labels {label_list}")
+    return label_list.index(example.label)
+
+
+def check_label(example, label_list):
+    """Raises unless `example`'s label is one of `label_list` (a finite number where that is
+    None, a regression): `label_id`'s checks."""
+    label_id(example, label_list)
 
 
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
@@ -416,22 +559,20 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     if isinstance(example, PaddingInputExample):
         zeros = [0] * max_seq_length
         return InputFeatures(list(zeros), list(zeros), list(zeros), 0, is_real_example=False)
-    check_label(example, label_list)
+    label = label_id(example, label_list)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
     packed = pack_inputs(tokenizer.tokenize(example.text_a), tokens_b, max_seq_length, tokenizer)
-    # An example to predict without a label gets id 0, as the original's placeholder labels.
-    label_id = 0 if example.label is None else label_list.index(example.label)
     if ex_index < 5:
-        label = (
-            "none (an example to predict)" if example.label is None else f"{example.label} (id = {label_id})"
+        logged = (
+            "none (an example to predict)" if example.label is None else f"{example.label} (id = {label})"
         )
         logger.info(
             "*** Example *** guid: %s | tokens: %s | label: %s",
             example.guid,
             " ".join(packed["tokens"]),
-            label,
+            logged,
         )
-    return InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label_id)
+    return InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label)
 
 
 def convert_example_to_windows(example, label_list, max_seq_length, doc_stride, tokenizer):
@@ -452,10 +593,9 @@ def convert_example_to_windows(example, label_list, max_seq_length, doc_stride, 
       ValueError: The label is not in `label_list`, or `text_a` of a pair leaves no room for
         `text_b` (the message names the file and line).
     """
-    check_label(example, label_list)
+    label = label_id(example, label_list)
     tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-    label_id = 0 if example.label is None else label_list.index(example.label)
     if tokens_b:
         document, max_tokens = tokens_b, max_seq_length - len(tokens_a) - 3
         if max_tokens < 1:
@@ -471,7 +611,7 @@ def convert_example_to_windows(example, label_list, max_seq_length, doc_stride, 
         window = document[span.start : span.start + span.length]
         packed = pack_inputs(*((tokens_a, window) if tokens_b else (window, None)), max_seq_length, tokenizer)
         features.append(
-            InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label_id)
+            InputFeatures(packed["input_ids"], packed["input_mask"], packed["segment_ids"], label)
         )
     return features
 
@@ -494,15 +634,16 @@ def convert_examples_to_windows(examples, label_list, max_seq_length, doc_stride
     return features, example_indexes
 
 
-def name_to_features(max_seq_length):
-    """The records' schema: the original's `file_based_input_fn_builder`'s."""
+def name_to_features(max_seq_length, is_regression=False):
+    """The records' schema: the original's `file_based_input_fn_builder`'s; for a regression
+    `label_ids` is a float32 score (module docstring)."""
     import tensorflow as tf
 
     return {
         "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "label_ids": tf.io.FixedLenFeature([], tf.int64),
+        "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
         "is_real_example": tf.io.FixedLenFeature([], tf.int64),
     }
 
@@ -526,7 +667,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 
 def write_features(features, output_file):
     """Writes one record per `InputFeatures` to `output_file` (atomically), with the original's
-    features `input_ids`, `input_mask`, `segment_ids`, `label_ids`, `is_real_example`.
+    features `input_ids`, `input_mask`, `segment_ids`, `label_ids` (an int64 class id, or a
+    float score for a regression), `is_real_example`.
 
     Returns:
       The number of records written.

@@ -1,10 +1,18 @@
 """`run_classifier`: the original's `run_classifier.py` (`tools/run_classifier.py`), its options and
 its run: train, evaluate, predict and export through the runner every job uses.
 
-Outputs in `--output_dir`: `eval_results.txt`; `test_results.tsv` (the original's: one row of
-class probabilities per example, no header) and `test_predictions.tsv` (a header, then per
-example its guid, the predicted label and each label's probability under its name); optionally a
-SavedModel (`--export_dir`) returning `probabilities` and the `label` they pick.
+Outputs in `--output_dir`: `eval_results.txt` (the original's `eval_accuracy`, `eval_loss`,
+`global_step`, `loss`, plus GLUE's metrics of the task, `metrics.py`: `eval_f1` for MRPC and
+QQP, `eval_matthews_correlation` for CoLA); `test_results.tsv` (the original's: one row of class
+probabilities per example, no header) and `test_predictions.tsv` (a header, then per example its
+guid, the predicted label and each label's probability under its name); for a GLUE task GLUE's
+submission file beside them (`CoLA.tsv`, `MNLI-mm.tsv`, ...: a header `index`, `prediction`, then
+per test example its index and label, or score for STS-B); optionally a SavedModel
+(`--export_dir`) returning `probabilities` and the `label` they pick.
+
+GLUE's metrics need every dev example's prediction: where the task has metrics beyond accuracy
+(or with `--doc_stride`), the dev records are predicted once more after the evaluation pass
+(`Runner.evaluate`'s `more_results`), and the metrics are computed from those predictions.
 
 With `--doc_stride` each window of a long text is a record (`convert_examples_to_windows`):
 training counts windows, each with its example's label; evaluation and prediction pool the
@@ -21,15 +29,18 @@ from bert_tf.files import atomic_output, open_file
 from bert_tf.modeling import BertClassifier
 from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
+    TASK_TYPES,
     PaddingInputExample,
     check_label,
     convert_examples_to_windows,
     convert_single_example,
     file_based_convert_examples_to_features,
     get_processor,
+    label_id,
     name_to_features,
     write_features,
 )
+from bert_tf.tasks.classifier.metrics import accuracy, glue_metrics, metric_names
 from bert_tf.tasks.classifier.task import ClassifierTask
 from bert_tf.text.windows import WINDOW_POOLINGS, WindowOptions, pool_windows
 from bert_tf.training.options import FinetuningOptions
@@ -46,12 +57,20 @@ class ClassifierOptions(FinetuningOptions, WindowOptions):
     """The flags of `tools/run_classifier.py`: the common ones, then the classifier's."""
 
     task_name: str = option(
-        None, "The task: cola, mnli, mrpc, xnli (the original's), or tsv/csv.", required=True
+        None,
+        "The task: a GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, mnli-mm: MNLI's mismatched dev and "
+        "test sets, qnli, rte, wnli), xnli, or tsv/csv (your own files).",
+        required=True,
     )
     data_dir: str = option(None, "The input data dir, with the task's .tsv files.", required=True)
     text_a_column: str = option("sentence", "tsv/csv: the header name of the text column.")
     text_b_column: str = option(None, "tsv/csv: the header name of the second text of a pair.")
     label_column: str = option("label", "tsv/csv: the header name of the label column.")
+    task_type: str = option(
+        "classification",
+        "tsv/csv: classification (a label of --labels), or regression (a score, one output).",
+        TASK_TYPES,
+    )
     labels: str = option(
         None, "tsv/csv: the labels, comma-separated (default: those of train.tsv/csv, sorted)."
     )
@@ -78,25 +97,49 @@ def _pad_for_tpu(examples, batch_size):
 
 def write_test_results(probabilities, output_file):
     """`test_results.tsv`: one line per example, its class probabilities tab-separated (as the
-    original prints NumPy float32s)."""
+    original prints NumPy float32s); for a regression, [n] scores, one a line."""
     import numpy as np
 
+    rows = np.reshape(probabilities, (len(probabilities), -1))
     with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
-        for row in probabilities:
+        for row in rows:
             writer.write("\t".join(str(np.float32(p)) for p in row) + "\n")
 
 
 def write_test_predictions(examples, probabilities, label_list, output_file):
     """`test_predictions.tsv`: a header `guid`, `label`, then the labels' names; then per example
     its guid, the name of its most probable label and each label's probability (as
-    `test_results.tsv` prints them)."""
+    `test_results.tsv` prints them). For a regression (`label_list` None, [n] scores): a
+    header `guid`, `score`, then each example's guid and score."""
     import numpy as np
 
     with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
+        if label_list is None:
+            writer.write("guid\tscore\n")
+            for example, score in zip(examples, probabilities, strict=True):
+                writer.write(f"{example.guid}\t{np.float32(score)!s}\n")
+            return
         writer.write("\t".join(["guid", "label", *label_list]) + "\n")
         for example, row in zip(examples, probabilities, strict=True):
             best = label_list[int(np.argmax(row))]
             writer.write("\t".join([example.guid, best, *(str(np.float32(p)) for p in row)]) + "\n")
+
+
+def write_submission(predictions, output_file):
+    """GLUE's submission file of a task (`<submission_name>.tsv`): a header `index`,
+    `prediction`, then per test example, in the test file's order, its index (0, 1, ..., the
+    test files' `index` column) and its prediction: a label's name as GLUE spells it, or a
+    score with 3 decimals (STS-B).
+
+    Args:
+      predictions: A list of label names, or an [n] array of scores (a regression).
+      output_file: The file, written atomically.
+    """
+    with atomic_output(output_file) as tmp, open_file(tmp, "w") as writer:
+        writer.write("index\tprediction\n")
+        for index, prediction in enumerate(predictions):
+            text = prediction if isinstance(prediction, str) else f"{float(prediction):.3f}"
+            writer.write(f"{index}\t{text}\n")
 
 
 def run_classifier(options):
@@ -122,11 +165,18 @@ def run_classifier(options):
         options.text_b_column,
         options.label_column,
         options.labels,
+        options.task_type,
     )
     if not options.data_dir:
         raise ValueError("--data_dir is required")
+    if processor.is_regression:
+        raise ValueError(
+            f"--task_name={options.task_name}: a regression (one score) needs the regression head, "
+            "which this version's run_classifier does not build; its data, metrics and output files "
+            "are ready (bert_tf.tasks.classifier)"
+        )
     label_list = processor.get_labels()
-    spec = name_to_features(options.max_seq_length)
+    spec = name_to_features(options.max_seq_length, processor.is_regression)
     out = options.output_dir
 
     def read(get_examples, set_name=None):
@@ -195,15 +245,27 @@ def run_classifier(options):
         )
 
     def example_results(model):
-        """`eval_accuracy` and `eval_loss` over the dev examples' pooled probabilities."""
+        """GLUE's metrics of the task over the dev examples' predictions (module docstring);
+        with windows also `eval_accuracy` and `eval_loss` over their pooled probabilities."""
         import numpy as np
 
-        probabilities = pooled_probabilities(model, "eval").astype(np.float64)
-        labels = np.array([label_list.index(example.label) for example in examples["eval"][0]])
-        return {
-            "eval_accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels)),
-            "eval_loss": float(np.mean(-np.log(probabilities[np.arange(len(labels)), labels]))),
+        real_examples = [e for e in examples["eval"][0] if not isinstance(e, PaddingInputExample)]
+        labels = np.array([label_id(example, label_list) for example in real_examples])
+        if windowed:
+            probabilities = pooled_probabilities(model, "eval").astype(np.float64)
+        else:
+            path, num_records = records["eval"]
+            outputs = runner.predict_records(model, path, spec, num_records, ["probabilities"])
+            probabilities = outputs["probabilities"][: len(real_examples)].astype(np.float64)
+        predictions = probabilities.argmax(axis=-1)
+        results = {
+            f"eval_{name}": value
+            for name, value in glue_metrics(options.task_name, predictions, labels).items()
         }
+        if windowed:  # over the examples, not the windows the evaluation pass saw
+            results["eval_accuracy"] = accuracy(predictions, labels)
+            results["eval_loss"] = float(np.mean(-np.log(probabilities[np.arange(len(labels)), labels])))
+        return results
 
     results = {"train": None, "eval": None, "predict": None, "export": None}
     num_labels = len(label_list)
@@ -214,8 +276,9 @@ def run_classifier(options):
     if options.do_eval:
         task = runner.build(ClassifierTask, num_labels)
         eval_file, num_records = records["eval"]
+        more = windowed or metric_names(options.task_name) != ("accuracy",)
         results["eval"] = runner.evaluate_records(
-            task, eval_file, spec, num_records, more_results=example_results if windowed else None
+            task, eval_file, spec, num_records, more_results=example_results if more else None
         )
     if options.do_predict:
         model = runner.build(BertClassifier, num_labels)
@@ -232,6 +295,9 @@ def run_classifier(options):
             write_test_predictions(
                 actual_examples, probabilities, label_list, os.path.join(out, TEST_PREDICTIONS)
             )
+            if processor.submission_name:
+                predicted = [label_list[i] for i in probabilities.argmax(axis=-1)]
+                write_submission(predicted, os.path.join(out, f"{processor.submission_name}.tsv"))
         results["predict"] = probabilities
     if options.export_dir:
         # Every signature returns the probabilities and the name of the most probable class.
