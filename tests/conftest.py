@@ -67,6 +67,14 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOWEST_FILES)))
 
 
+@pytest.fixture
+def scipy_sees_no_jax(monkeypatch):
+    """tests/site/sitecustomize.py blocks `import jax` with a None in `sys.modules`, which
+    SciPy's array-API checks read as a module (`getattr(None, "Array")`): absent, they pass."""
+    if sys.modules.get("jax", False) is None:
+        monkeypatch.delitem(sys.modules, "jax")
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir():
     """The fixtures made by the original code; the suite needs ../shared beside the repo."""

@@ -369,11 +369,9 @@ def test_submission_files_have_glues_columns_and_one_row_per_test_example(tmp_pa
     ]
 
 
-def test_a_regression_task_is_refused_before_anything_is_written(tmp_path):
-    with pytest.raises(
-        ValueError, match=r"^--task_name=stsb: a regression \(one score\) needs the regression head"
-    ):
-        run_classifier(_options(tmp_path, tmp_path, task_name="stsb"))
+def test_a_regression_with_windows_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match=r"^--doc_stride: --task_name=stsb is a regression"):
+        run_classifier(_options(tmp_path, tmp_path, task_name="stsb", doc_stride=8))
     assert not (tmp_path / "out").exists()
 
 

@@ -1,7 +1,6 @@
 """GLUE's metrics (`bert_tf.tasks.classifier.metrics`) against scikit-learn's and SciPy's on the
 same random predictions, ties and degenerate cases included."""
 
-import sys
 import warnings
 
 import numpy as np
@@ -11,13 +10,7 @@ import sklearn.metrics
 
 from bert_tf.tasks.classifier import metrics
 
-
-@pytest.fixture(autouse=True)
-def scipy_sees_no_jax(monkeypatch):
-    """tests/site/sitecustomize.py blocks `import jax` with a None in `sys.modules`, which
-    SciPy's array-API checks read as a module (`getattr(None, "Array")`): absent, they pass."""
-    if sys.modules.get("jax", False) is None:
-        monkeypatch.delitem(sys.modules, "jax")
+pytestmark = pytest.mark.usefixtures("scipy_sees_no_jax")
 
 
 def _random_cases():

@@ -26,7 +26,7 @@ import os
 
 from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import atomic_output, open_file
-from bert_tf.modeling import BertClassifier
+from bert_tf.modeling import BertClassifier, BertRegressor
 from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
     TASK_TYPES,
@@ -41,7 +41,7 @@ from bert_tf.tasks.classifier.data import (
     write_features,
 )
 from bert_tf.tasks.classifier.metrics import accuracy, glue_metrics, metric_names
-from bert_tf.tasks.classifier.task import ClassifierTask
+from bert_tf.tasks.classifier.task import ClassifierTask, RegressionTask
 from bert_tf.text.windows import WINDOW_POOLINGS, WindowOptions, pool_windows
 from bert_tf.training.options import FinetuningOptions
 from bert_tf.training.runner import Runner
@@ -169,13 +169,23 @@ def run_classifier(options):
     )
     if not options.data_dir:
         raise ValueError("--data_dir is required")
-    if processor.is_regression:
+    regression = processor.is_regression
+    if regression and options.doc_stride is not None:
         raise ValueError(
-            f"--task_name={options.task_name}: a regression (one score) needs the regression head, "
-            "which this version's run_classifier does not build; its data, metrics and output files "
-            "are ready (bert_tf.tasks.classifier)"
+            f"--doc_stride: --task_name={options.task_name} is a regression, whose scores are not "
+            "pooled over windows; leave --doc_stride out (a long text is cut)"
         )
     label_list = processor.get_labels()
+    # The head, its task, its output and the head's arguments: one score, or a class each label.
+    if regression:
+        head, task_class, output, head_args = BertRegressor, RegressionTask, "scores", ()
+    else:
+        head, task_class, output, head_args = (
+            BertClassifier,
+            ClassifierTask,
+            "probabilities",
+            (len(label_list),),
+        )
     spec = name_to_features(options.max_seq_length, processor.is_regression)
     out = options.output_dir
 
@@ -255,40 +265,37 @@ def run_classifier(options):
             probabilities = pooled_probabilities(model, "eval").astype(np.float64)
         else:
             path, num_records = records["eval"]
-            outputs = runner.predict_records(model, path, spec, num_records, ["probabilities"])
-            probabilities = outputs["probabilities"][: len(real_examples)].astype(np.float64)
-        predictions = probabilities.argmax(axis=-1)
-        results = {
-            f"eval_{name}": value
-            for name, value in glue_metrics(options.task_name, predictions, labels).items()
-        }
+            outputs = runner.predict_records(model, path, spec, num_records, [output])
+            probabilities = outputs[output][: len(real_examples)].astype(np.float64)
+        predictions = probabilities if regression else probabilities.argmax(axis=-1)
+        metrics = glue_metrics(options.task_name, predictions, labels, is_regression=regression)
+        results = {f"eval_{name}": value for name, value in metrics.items()}
         if windowed:  # over the examples, not the windows the evaluation pass saw
             results["eval_accuracy"] = accuracy(predictions, labels)
             results["eval_loss"] = float(np.mean(-np.log(probabilities[np.arange(len(labels)), labels])))
         return results
 
     results = {"train": None, "eval": None, "predict": None, "export": None}
-    num_labels = len(label_list)
     if options.do_train:
         train_file, num_train_records = records["train"]
-        task = runner.build(ClassifierTask, num_labels)
+        task = runner.build(task_class, *head_args)
         results["train"] = runner.train_records(task, train_file, spec, num_train_records)
     if options.do_eval:
-        task = runner.build(ClassifierTask, num_labels)
+        task = runner.build(task_class, *head_args)
         eval_file, num_records = records["eval"]
-        more = windowed or metric_names(options.task_name) != ("accuracy",)
+        more = windowed or regression or metric_names(options.task_name) != ("accuracy",)
         results["eval"] = runner.evaluate_records(
             task, eval_file, spec, num_records, more_results=example_results if more else None
         )
     if options.do_predict:
-        model = runner.build(BertClassifier, num_labels)
+        model = runner.build(head, *head_args)
         runner.restore(model)
         if windowed:
             probabilities = pooled_probabilities(model, "predict")
         else:
             predict_file, num_records = records["predict"]
-            outputs = runner.predict_records(model, predict_file, spec, num_records, ["probabilities"])
-            probabilities = outputs["probabilities"][:num_actual_predict_examples]
+            outputs = runner.predict_records(model, predict_file, spec, num_records, [output])
+            probabilities = outputs[output][:num_actual_predict_examples]
         if runner.distribution.is_chief:
             write_test_results(probabilities, os.path.join(out, TEST_RESULTS))
             actual_examples = predict_examples[:num_actual_predict_examples]
@@ -296,12 +303,14 @@ def run_classifier(options):
                 actual_examples, probabilities, label_list, os.path.join(out, TEST_PREDICTIONS)
             )
             if processor.submission_name:
-                predicted = [label_list[i] for i in probabilities.argmax(axis=-1)]
+                predicted = (
+                    probabilities if regression else [label_list[i] for i in probabilities.argmax(axis=-1)]
+                )
                 write_submission(predicted, os.path.join(out, f"{processor.submission_name}.tsv"))
         results["predict"] = probabilities
     if options.export_dir:
-        # Every signature returns the probabilities and the name of the most probable class.
-        model = runner.model_to_export(BertClassifier, num_labels)
+        # Every signature returns the scores, or the probabilities and the most probable class.
+        model = runner.model_to_export(head, *head_args)
         if model is not None:
             results["export"] = export_finetuned(
                 model,

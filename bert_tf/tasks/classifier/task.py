@@ -1,11 +1,12 @@
 """The classifier's loss: the original's `create_model` in `run_classifier.py` on
 `bert_tf.modeling.finetuning.BertClassifier`: the mean cross entropy over the real examples;
-`eval_accuracy` and `eval_loss` weighted by `is_real_example`, as the original's `metric_fn`.
+`eval_accuracy` and `eval_loss` weighted by `is_real_example`, as the original's `metric_fn`. A
+regression (`BertRegressor`): the mean squared error over the real examples.
 """
 
 from keras import ops
 
-from bert_tf.modeling.finetuning import BertClassifier
+from bert_tf.modeling.finetuning import BertClassifier, BertRegressor
 from bert_tf.modeling.losses import negative_log_likelihood
 
 
@@ -46,3 +47,31 @@ class ClassifierTask:
             "accuracy": (ops.sum(weights * correct), real),
             "example_loss": (weighted_nll, real),
         }
+
+
+class RegressionTask:
+    """A regression's loss and metric for `bert_tf.training.step` (GLUE's STS-B; transformers'
+    `problem_type="regression"`): the mean squared error of the score over the real examples,
+    written to `eval_results.txt` as `eval_loss`.
+
+    Args:
+      config: A `BertConfig`.
+      dtype: The model's dtype policy.
+    """
+
+    metric_names = ("example_loss",)
+    eval_keys = {"example_loss": "eval_loss"}
+    loss_epsilons = (0.0,)
+
+    def __init__(self, config, dtype=None):
+        self.model = BertRegressor(config, dtype=dtype)
+
+    loss_denominators = staticmethod(ClassifierTask.loss_denominators)
+
+    @staticmethod
+    def loss_terms(outputs, batch):
+        """(`[sum(w * (score - label)^2)]`, `{"example_loss": ...}`) with w = `is_real_example`."""
+        weights = ops.cast(batch["is_real_example"], "float32")
+        errors = ops.square(outputs["scores"] - ops.cast(batch["label_ids"], "float32"))
+        weighted = ops.sum(weights * errors)
+        return [weighted], {"example_loss": (weighted, ops.sum(weights))}
