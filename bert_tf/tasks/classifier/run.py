@@ -1,10 +1,13 @@
 """`run_classifier`: the original's `run_classifier.py` (`tools/run_classifier.py`), its options and
 its run: train, evaluate, predict and export through the runner every job uses.
 
-Outputs in `--output_dir`: `eval_results.txt`; `test_results.tsv` (the original's: one row of
-class probabilities per example, no header) and `test_predictions.tsv` (a header, then per
-example its guid, the predicted label and each label's probability under its name); optionally a
-SavedModel (`--export_dir`) returning `probabilities` and the `label` they pick.
+Outputs in `--output_dir`: `labels.txt` when training (the labels in the head's order, which a
+later run there must keep, and which `convert_checkpoint.py --hf_output_dir` reads as
+`id2label`); `eval_results.txt`; `test_results.tsv` (the original's: one row of class
+probabilities per example, no header) and `test_predictions.tsv` (a header, then per example its
+guid, the predicted label and each label's probability under its name); optionally a SavedModel
+(`--export_dir`) returning `probabilities` and the `label` they pick, with `labels.txt` in its
+`assets.extra/`.
 
 With `--doc_stride` each window of a long text is a record (`convert_examples_to_windows`):
 training counts windows, each with its example's label; evaluation and prediction pool the
@@ -18,6 +21,7 @@ import logging
 import os
 
 from bert_tf.files import atomic_output, open_file
+from bert_tf.labels import LABELS_FILE, check_trained_labels, write_labels
 from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
     PaddingInputExample,
@@ -125,6 +129,7 @@ def run_classifier(options):
     if not options.data_dir:
         raise ValueError("--data_dir is required")
     label_list = processor.get_labels()
+    check_trained_labels(options.output_dir, label_list)
     spec = name_to_features(options.max_seq_length)
     out = options.output_dir
 
@@ -180,6 +185,8 @@ def run_classifier(options):
                 mode_examples, label_list, options.max_seq_length, tokenizer, path
             )
             records[mode] = (path, len(mode_examples))
+    if options.do_train and runner.distribution.is_chief:
+        write_labels(os.path.join(out, LABELS_FILE), label_list)
 
     def pooled_probabilities(model, mode):
         """The probabilities of `mode`'s examples, pooled over their windows."""
