@@ -3,6 +3,7 @@
 import logging
 import os
 import shutil
+import weakref
 
 import numpy as np
 import pytest
@@ -176,18 +177,33 @@ def test_a_checkpoint_without_the_pooler_loads_with_a_warning(fixtures_dir, tmp_
         load_google_checkpoint(BertModel(tiny_config()), prefix)
 
 
-def test_a_checkpoint_written_in_parts_is_one_checkpoint_with_a_data_file_per_part(fixtures_dir, tmp_path):
+def test_a_checkpoint_is_one_data_file_with_each_value_released_as_written(fixtures_dir, tmp_path):
+    """Google's layout (`.data-00000-of-00001`), over a sharded checkpoint at the same prefix too
+    (the original's training checkpoint, 3 data files); each value is let go once TensorFlow has
+    its copy, so an iterator giving values up holds the model once."""
     values = reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT)
-    prefix = str(tmp_path / "parts.ckpt")
-    write_checkpoint(prefix, list(values.items()), part_bytes=20_000)
-    data = sorted(name for name in os.listdir(tmp_path) if ".data-" in name)
-    assert len(data) > 2 and data[0].endswith(f"-of-{len(data):05d}")
-    assert sorted(os.listdir(tmp_path)) == sorted([*data, "parts.ckpt.index"])
+    source = os.path.join(FIXTURES_DIR, "google_tiny_train")
+    for name in os.listdir(source):
+        if name.startswith("model.ckpt-3."):
+            shutil.copy(os.path.join(source, name), tmp_path / name.replace("model.ckpt-3", "one.ckpt"))
+    given = []  # a weak reference to each value given, alive or not when the next is asked for
+
+    def giving_up():
+        for name in list(values):
+            if given:
+                assert given[-1]() is None, "the previous value is still held"
+            value = values.pop(name)
+            given.append(weakref.ref(value))
+            yield name, value
+            del value
+
+    expected = {name: value.copy() for name, value in values.items()}
+    prefix = write_checkpoint(str(tmp_path / "one.ckpt"), giving_up())
+    assert len(given) == len(expected) > 40 and not values
+    assert sorted(os.listdir(tmp_path)) == ["one.ckpt.data-00000-of-00001", "one.ckpt.index"]
     written = reference.load_checkpoint_weights(prefix)
-    assert sorted(written) == sorted(values)
-    assert all(written[name].tobytes() == values[name].tobytes() for name in values)
-    write_checkpoint(prefix, list(values.items()))  # over it, in one part: the others go
-    assert sorted(os.listdir(tmp_path)) == ["parts.ckpt.data-00000-of-00001", "parts.ckpt.index"]
+    assert sorted(written) == sorted(expected)
+    assert all(written[name].tobytes() == expected[name].tobytes() for name in expected)
 
 
 @pytest.mark.parametrize(

@@ -845,17 +845,64 @@ def test_exported_text_pair_signature_gives_the_tools_probabilities(trained):
     assert single["probabilities"].shape == (1, 2) and single["label"].shape == (1,)
 
 
-def test_query_saved_model_answers_as_the_tool_did(trained):
-    from bert_tf.export.query import QueryOptions, query_saved_model
+def test_query_saved_model_answers_as_the_tool_did_naming_each_probability(trained, capsys):
+    from bert_tf.export.query import QueryOptions, run_query
 
     workdir, output_dir, _ = trained
     with open(os.path.join(DEMO, "test.tsv"), encoding="utf-8") as f:
         row = [line.rstrip("\n").split("\t") for line in f][1]
-    got = query_saved_model(QueryOptions(export_dir=str(workdir / "export"), text=row[3], text_b=row[4]))
+    got = run_query(QueryOptions(export_dir=str(workdir / "export"), text=row[3], text_b=row[4]))
     expected = [float(p) for p in (output_dir / "test_results.tsv").read_text().splitlines()[0].split("\t")]
-    assert sorted(got) == ["label", "probabilities"]
-    np.testing.assert_allclose(got["probabilities"], expected, rtol=0, atol=1e-6)
+    # Printed as returned: the output names sorted, each probability under its label, in
+    # MRPC's order of the original's labels, "0" then "1".
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == got and list(printed) == ["label", "probabilities"]
+    assert list(printed["probabilities"]) == list(got["probabilities"]) == ["0", "1"]
+    np.testing.assert_allclose(list(got["probabilities"].values()), expected, rtol=0, atol=1e-6)
     assert got["label"] == str(np.argmax(expected))  # a string output of one example
+
+
+def test_the_labels_travel_with_the_model_to_the_export_and_to_hugging_face(trained, tmp_path):
+    """labels.txt (MRPC's labels of the original, in order) in --output_dir and in the export's
+    assets.extra; convert_checkpoint.py --hf_output_dir from --output_dir finds it without
+    --labels_file, so the HF model's id2label are the task's labels, not HF's LABEL_0, LABEL_1."""
+    workdir, output_dir, _ = trained
+    assert (output_dir / "labels.txt").read_text() == "0\n1\n"
+    assert (workdir / "export" / "1" / "assets.extra" / "labels.txt").read_text() == "0\n1\n"
+    args = [
+        os.path.join(REPO, "tools", "convert_checkpoint.py"),
+        f"--bert_config_file={mf.GOOGLE_TINY_CONFIG}",
+        f"--init_checkpoint={output_dir}",
+        f"--vocab_file={VOCAB}",
+        "--do_lower_case=true",
+        f"--hf_output_dir={tmp_path / 'hf'}",
+    ]
+    result = tool_runs.run([sys.executable, *args], cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "hf" / "config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert config["id2label"] == {"0": "0", "1": "1"} and config["label2id"] == {"0": 0, "1": 1}
+
+
+def test_other_labels_than_those_trained_in_the_output_dir_are_an_error(trained):
+    """The head's outputs are positions: MNLI's labels would rename MRPC's predictions."""
+    _, output_dir, _ = trained
+    options = ClassifierOptions(
+        task_name="mnli",
+        data_dir=DEMO,
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        output_dir=str(output_dir),
+        max_seq_length=24,
+        do_predict=True,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^the labels \(contradiction,entailment,neutral\) are not those the model in --output_dir "
+        r"was trained on, in their order \(0,1, from .*labels\.txt\)",
+    ):
+        run_classifier(options)
 
 
 def test_a_rerun_with_another_batch_size_continues_with_the_input_afresh(trained, caplog):

@@ -158,6 +158,11 @@ def test_google_to_hf_to_google_gives_back_the_checkpoint(converted, tmp_path, n
     again = reference.load_checkpoint_weights(str(tmp_path / "again" / "bert_model.ckpt"))
     assert sorted(again) == sorted(first)
     assert all(again[key].tobytes() == first[key].tobytes() for key in first)
+    # One data file, as Google's releases (the HF tensors given up to TensorFlow as written).
+    assert sorted(name for name in os.listdir(google) if name.startswith("bert_model.ckpt")) == [
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_model.ckpt.index",
+    ]
     for file in ("bert_config.json", "vocab.txt", "labels.txt", "checkpoint"):
         if os.path.exists(os.path.join(google, file)):
             assert read_text(os.path.join(google, file)) == read_text(tmp_path / "again" / file)

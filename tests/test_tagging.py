@@ -4,6 +4,7 @@ names, and tools/run_tagger.py end to end on the bundled names task from google_
 weights.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -455,6 +456,38 @@ def test_the_export_tags_raw_sentences_as_the_tool_does(trained):
     assert compared >= 12, compared
     by_ids = loaded.signatures["serving_default"]
     assert sorted(by_ids.structured_outputs) == ["labels", "probabilities"]
+
+
+def test_query_names_each_tokens_probabilities_by_the_exported_labels(trained, capsys):
+    """labels.txt travels to the export's assets.extra; query_saved_model.py prints the outputs
+    sorted by name, each token's probabilities under the tags' names in the head's order."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    from bert_tf.export.query import QueryOptions, run_query
+
+    _, _, export_dir = trained
+    tags = sorted(
+        {tag for e in tagging_data.read_conll(os.path.join(DEMO, "train.txt"), "train") for tag in e.tags}
+    )
+    assert (export_dir / "1" / "assets.extra" / "labels.txt").read_text() == "".join(f"{t}\n" for t in tags)
+    text = "Anna Schmidt visited Paris"
+    run_query(QueryOptions(export_dir=str(export_dir), text=text))
+    printed = json.loads(capsys.readouterr().out)
+    names = ["end_offsets", "labels", "probabilities", "segment_ids", "start_offsets", "tokens"]
+    assert list(printed) == names
+    served = tf.saved_model.load(str(export_dir / "1")).signatures["text"](text=tf.constant([text]))
+    assert len(printed["probabilities"]) == served["probabilities"].shape[1]
+    for token, label, named, want in zip(
+        printed["tokens"],
+        printed["labels"],
+        printed["probabilities"],
+        served["probabilities"][0].numpy(),
+        strict=True,
+    ):
+        assert list(named) == tags
+        np.testing.assert_allclose(list(named.values()), want, rtol=0, atol=1e-6)
+        if token:
+            assert label == tags[int(np.argmax(want))]
 
 
 # -- long sentences as windows (--doc_stride) ---------------------------------------------------

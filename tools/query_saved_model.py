@@ -7,8 +7,10 @@ tool does:
       --text="Who was Jim Henson?" --text_b="Jim Henson was a puppeteer."
   python tools/query_saved_model.py --export_dir=/models/bert --input_ids=101,2040,2001,102
 
-Prints one JSON object keyed by output name (`pooled_output`, `sequence_output`, ...), the values
-those of the one example (no batch dimension).
+Prints one JSON object keyed by output name (`pooled_output`, `sequence_output`, ...), the names
+sorted, the values those of the one example (no batch dimension). A fine-tuned classifier's or
+tagger's `probabilities` are named by its labels: `{"label": "1", "probabilities": {"0": 0.1,
+"1": 0.9}}`, a tagger's one such object per token.
 """
 
 from bert_tf import cli

@@ -14,6 +14,7 @@ import keras
 import numpy as np
 
 from bert_tf import files
+from bert_tf import labels as label_files
 from bert_tf.checkpoints import hf, reference
 from bert_tf.checkpoints.google import (
     checkpoint_output_prefix,
@@ -254,10 +255,6 @@ def keras_to_google(keras_model, output_checkpoint):
     return keras_model, output_checkpoint
 
 
-# `hf_to_google` writes the checkpoint in parts of this size (`write_checkpoint`): a BERT-Large
-# then converts within 2.5x its weights' size (benchmarks/RESULTS.md).
-WRITE_PART_BYTES = 64 * 2**20
-
 # The files of a converted HF model's `--output_dir`, as Google's releases name them.
 CHECKPOINT_NAME = "bert_model.ckpt"
 CONFIG_NAME = "bert_config.json"
@@ -302,15 +299,15 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
     tmp = files.prepare_output_dir(output_dir, "--output_dir")
     try:
         prefix = os.path.join(tmp, CHECKPOINT_NAME)
-        # In parts, each array copied by TensorFlow only while its part is written; none is kept
-        # for the check, which loads the checkpoint written.
-        write_checkpoint(prefix, list(model.weights.items()), part_bytes=WRITE_PART_BYTES)
+        # Each array is given up as TensorFlow copies it (the model in memory once, as tensors,
+        # then none): the check loads the checkpoint written.
+        write_checkpoint(prefix, ((name, model.weights.pop(name)) for name in list(model.weights)))
         model.weights = None
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))
         hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
         if model.labels is not None:
-            hf.write_lines(os.path.join(tmp, hf.LABELS_FILE), model.labels)
+            hf.write_lines(os.path.join(tmp, label_files.LABELS_FILE), model.labels)
         conversion = google_to_keras(os.path.join(tmp, CONFIG_NAME), prefix, tolerance=tolerance, seed=seed)
         # The report names the files where they will be.
         conversion.load_report.checkpoint = os.path.join(output_dir, CHECKPOINT_NAME)
@@ -344,14 +341,17 @@ def google_to_hf(
     """Writes a Google checkpoint as an HF BERT directory (`hf.write_hf_model`).
 
     The architecture follows the checkpoint's head (`hf.architecture_of`); a classifier's or
-    tagger's labels are `labels_file`'s, else HF's defaults (`LABEL_0`, ...).
+    tagger's labels are `labels_file`'s, else those of the `labels.txt` beside the checkpoint
+    (in its directory: the `--output_dir` of the run that trained it, or a converted HF model's
+    directory), else HF's defaults (`LABEL_0`, ...).
 
     Args:
       bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
         (`open_pretrained`); `init_checkpoint` is a Google checkpoint.
       do_lower_case: The tokenizer's setting, written to `tokenizer_config.json`.
       hf_output_dir: The directory to write; it must not exist, or be empty.
-      labels_file: One label a line, in the head's order (e.g. a converted model's `labels.txt`).
+      labels_file: One label a line, in the head's order (a `labels.txt`); None looks beside
+        the checkpoint.
 
     Returns:
       The `hf.HfModel` written (its `unused` lists the checkpoint's weights not written).
@@ -379,10 +379,18 @@ def google_to_hf(
     weights = {name: reader.get_tensor(name) for name in wanted if name in shapes}
     labels = None
     if head is not None and head.labels:
-        labels = hf.read_labels(labels_file) if labels_file else [f"LABEL_{i}" for i in range(width)]
+        flag = "--labels_file"
+        if not labels_file and (labels_file := label_files.labels_beside(prefix)):
+            flag = "--init_checkpoint"
+            logger.info("The labels are those of %s", labels_file)
+        if labels_file:
+            labels = label_files.read_labels(labels_file, flag)
+        else:
+            logger.warning("No labels.txt beside %s: the labels are HF's LABEL_0, ...", prefix)
+            labels = [f"LABEL_{i}" for i in range(width)]
         if len(labels) != width:
             raise ValueError(
-                f"--labels_file: {labels_file} names {len(labels)} labels, the checkpoint's "
+                f"{flag}: {labels_file} names {len(labels)} labels, the checkpoint's "
                 f"{head.variable_names()[0]} has {width}"
             )
     elif labels_file:
@@ -423,7 +431,10 @@ class ConvertOptions(ModelFileOptions):
     )
     do_lower_case: bool = redefine(ModelFileOptions, "do_lower_case", default=None)
     labels_file: str = option(
-        None, "With --hf_output_dir: the classifier's or tagger's labels, one a line in order (labels.txt)."
+        None,
+        "With --hf_output_dir: the classifier's or tagger's labels, one a line in order (default: the "
+        "labels.txt in the checkpoint's directory, which run_classifier and run_tagger write in their "
+        "--output_dir, else LABEL_0, ...).",
     )
 
 

@@ -324,24 +324,25 @@ def assign_named_values(model, source, shapes, read, strict=True, allow_unused=T
     return report
 
 
-def write_checkpoint(prefix, named_tensors, part_bytes=None):
+def write_checkpoint(prefix, named_tensors):
     """Writes `(name, value)` pairs as a TF1 name-based checkpoint, complete or not at all.
 
-    The files are written under a temporary prefix beside `prefix`, then renamed into place,
-    the data files first: a prefix is only a checkpoint once its index exists, so a reader never
-    sees a half-written one (on GCS, where a rename is a copy, the index still comes last). A
-    checkpoint already at `prefix` loses its index before its data is replaced (a reader finds
-    it whole, or no checkpoint, or the new one whole), and its other data shards after.
+    The checkpoint is one data file, `prefix.data-00000-of-00001`, and its index, as Google's
+    released checkpoints. The files are written under a temporary prefix beside `prefix`, then
+    renamed into place, the data file first: a prefix is only a checkpoint once its index exists,
+    so a reader never sees a half-written one (on GCS, where a rename is a copy, the index still
+    comes last). A checkpoint already at `prefix` loses its index before its data is replaced (a
+    reader finds it whole, or no checkpoint, or the new one whole), and its other data shards
+    (a sharded training checkpoint's) after.
 
     Args:
       prefix: The checkpoint prefix, local or not (`gs://...`); writes `prefix.index` and
         `prefix.data-00000-of-00001`, replacing a checkpoint already there.
-      named_tensors: `(name, value)` pairs; each value is anything `tf.convert_to_tensor`
-        takes (a NumPy array keeps its dtype).
-      part_bytes: If given, the values are written in parts of about this many bytes, each
-        converted to a tensor only while its part is written (TensorFlow copies a NumPy array),
-        and the parts merged into one checkpoint with a data file per part
-        (`prefix.data-00000-of-0000N`, as the original's sharded checkpoints).
+      named_tensors: An iterable of `(name, value)` pairs; each value is anything
+        `tf.convert_to_tensor` takes (a NumPy array keeps its dtype). Each is converted to a
+        tensor (TensorFlow copies a NumPy array) as it is reached and not referenced after:
+        values an iterator gives up as it goes (popped from a dict, read from a file) are in
+        memory once, as tensors, not twice.
 
     Returns:
       `prefix`.
@@ -349,38 +350,23 @@ def write_checkpoint(prefix, named_tensors, part_bytes=None):
     Raises:
       ValueError: Two values have the same name; the message names them.
     """
-    names = [name for name, _ in named_tensors]
+    names, tensors = [], []
+    for name, value in named_tensors:
+        names.append(name)
+        tensors.append(tf.convert_to_tensor(value))
+        del value
     duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"{prefix}: duplicate variable names {duplicates}")
-    parts = [[]]
-    for name, value in named_tensors:
-        if part_bytes and parts[-1] and sum(np.asarray(v).nbytes for _, v in parts[-1]) >= part_bytes:
-            parts.append([])
-        parts[-1].append((name, value))
     directory = os.path.dirname(prefix)
     if directory:
         files.makedirs(directory)
     tmp_prefix = files.temporary_path(prefix)
-
-    def save(part_prefix, part):
-        tf.raw_ops.SaveV2(
-            prefix=part_prefix,
-            tensor_names=[name for name, _ in part],
-            shape_and_slices=[""] * len(part),
-            tensors=[tf.convert_to_tensor(value) for _, value in part],
-        )
-
     try:
-        if len(parts) == 1:
-            save(tmp_prefix, parts[0])
-        else:
-            part_prefixes = [f"{tmp_prefix}.part-{i}" for i in range(len(parts))]
-            for part_prefix, part in zip(part_prefixes, parts, strict=True):
-                save(part_prefix, part)
-            tf.raw_ops.MergeV2Checkpoints(
-                checkpoint_prefixes=part_prefixes, destination_prefix=tmp_prefix, delete_old_dirs=False
-            )
+        tf.raw_ops.SaveV2(  # one call, one data file
+            prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors
+        )
+        del tensors[:]
         data = [path[len(tmp_prefix) :] for path in files.glob(tmp_prefix + ".data-*-of-*")]
         index = ".index"
         if files.exists(prefix + index):

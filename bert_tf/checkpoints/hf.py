@@ -51,8 +51,6 @@ VOCAB_FILE = "vocab.txt"
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_TOKENS_FILE = "special_tokens_map.json"
-# One label a line, in the head's order, beside a converted classifier or tagger.
-LABELS_FILE = "labels.txt"
 
 # HF's `hidden_act` -> bert_tf's: HF's "gelu" is the erf form, its "gelu_new" and
 # "gelu_pytorch_tanh" the original code's tanh form.
@@ -469,24 +467,6 @@ def write_lines(path, lines):
     """Writes one string a line (`vocab.txt`, `labels.txt`)."""
     with files.open_file(path, "w") as writer:
         writer.write("".join(line + "\n" for line in lines))
-
-
-def read_labels(labels_file):
-    """The labels of a `labels.txt`, one a line in id order (blank lines left out).
-
-    Raises:
-      ValueError: The file is missing, names no label or one twice.
-    """
-    try:
-        with files.open_file(labels_file) as reader:
-            labels = [line.strip() for line in reader if line.strip()]
-    except FileNotFoundError:
-        raise ValueError(f"--labels_file: {labels_file}: no such file") from None
-    if not labels:
-        raise ValueError(f"--labels_file: {labels_file} names no label")
-    if repeated := sorted({label for label in labels if labels.count(label) > 1}):
-        raise ValueError(f"--labels_file: {labels_file} names {', '.join(repeated)} more than once")
-    return labels
 
 
 def read_hf_model(directory):

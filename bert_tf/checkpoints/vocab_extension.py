@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from bert_tf import files
-from bert_tf.checkpoints.converter import CHECKPOINT_NAME, CONFIG_NAME, WRITE_PART_BYTES
+from bert_tf.checkpoints.converter import CHECKPOINT_NAME, CONFIG_NAME
 from bert_tf.checkpoints.google import (
     open_checkpoint,
     resolve_checkpoint_prefix,
@@ -159,7 +159,7 @@ def extend_vocab(
             if token_pieces == ["[UNK]"]:
                 logger.warning("%r: the vocabulary cannot cover it; its row is that of [UNK]", token)
         named, rewritten = _extended_tensors(prefix, piece_ids, ids)
-        write_checkpoint(os.path.join(tmp, CHECKPOINT_NAME), named, part_bytes=WRITE_PART_BYTES)
+        write_checkpoint(os.path.join(tmp, CHECKPOINT_NAME), named)
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         vocab_size = max(config.vocab_size, max(ids) + 1)
         BertConfig.from_dict(dict(config.to_dict(), vocab_size=vocab_size)).to_json_file(
@@ -181,20 +181,26 @@ def extend_vocab(
 
 def _extended_tensors(prefix, piece_ids, new_ids):
     """Every variable of the checkpoint at `prefix` as `(name, value)`, the vocabulary-indexed
-    ones (`WORD_EMBEDDINGS`, `OUTPUT_BIAS` and their slots) with the new rows; and the names of
-    those."""
+    ones (`WORD_EMBEDDINGS`, `OUTPUT_BIAS` and their slots) with the new rows, and the names of
+    those. The pairs are an iterator reading each value when reached, so that `write_checkpoint`
+    holds the model once."""
     reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     rows = shapes[WORD_EMBEDDINGS][0]
-    named, rewritten = [], []
-    for name in sorted(shapes):
-        value = reader.get_tensor(name)
-        table = name.rsplit("/", 1)[0] if name not in TABLES else name  # a slot's variable
-        if table in TABLES and shapes[name][:1] == [rows]:
-            value = extended_rows(value, piece_ids, new_ids, is_slot=name != table)
-            rewritten.append(name)
-        named.append((name, value))
-    return named, rewritten
+
+    def table_of(name):
+        return name.rsplit("/", 1)[0] if name not in TABLES else name  # a slot's variable
+
+    rewritten = [n for n in sorted(shapes) if table_of(n) in TABLES and shapes[n][:1] == [rows]]
+
+    def named():
+        for name in sorted(shapes):
+            value = reader.get_tensor(name)
+            if name in rewritten:
+                value = extended_rows(value, piece_ids, new_ids, is_slot=name != table_of(name))
+            yield name, value
+
+    return named(), rewritten
 
 
 @dataclasses.dataclass

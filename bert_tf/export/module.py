@@ -19,20 +19,23 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
 
 A fine-tuned model exports the same way as `BertModel`: hand in the model (a Keras model taking
 the dict of id tensors) and the names of the outputs to serve. `NamedLabels` adds the names of
-its best classes as an output; with `text_tokens` the text signatures also return the
-WordPiece tokens they fed the model, where each came from in the request's texts and which text,
-for outputs given per token.
+its best classes as an output (and the export its labels, as `labels.txt` in the version's
+`assets.extra/` and as the loaded object's `labels`); with `text_tokens` the text signatures also
+return the WordPiece tokens they fed the model, where each came from in the request's texts and
+which text, for outputs given per token.
 """
 
 import dataclasses
 import inspect
 import logging
+import os
 
 import keras
 import tensorflow as tf
 
-from bert_tf import onednn
+from bert_tf import files, onednn
 from bert_tf.export.versioning import versioned_directory
+from bert_tf.labels import LABELS_FILE, write_labels
 from bert_tf.text import graph_windows
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from bert_tf.text.windows import WINDOW_POOLINGS
@@ -58,6 +61,8 @@ REQUEST_PADDING = 8
 # tokens of its outputs (texts x (longest text's WordPieces + 2)).
 WINDOW_BATCH_SIZE = 32
 MAX_WINDOWED_TOKENS = 100_000
+# TF Serving's directory of a version's extra files (its warm-up requests), which loaders ignore.
+ASSETS_EXTRA = "assets.extra"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +225,9 @@ class ExportModule(tf.Module):
     Besides the signatures, the loaded object has `vocab_file` (a `tf.saved_model.Asset`: its
     `asset_path` is the copy inside the export directory), `do_lower_case` and
     `max_seq_length` (variables), so a client can rebuild the tokenization, and with
-    `doc_stride` a `doc_stride` variable.
+    `doc_stride` a `doc_stride` variable. A `NamedLabels` model adds `labels` (a string
+    variable: its labels in the order of the scores' last axis) and `label_scores` (a string
+    variable: the name of the output whose last axis they name).
 
     Args:
       served: The `ServedModel` behind `serving_default`, `text`, `text_pair` and `tf_example`.
@@ -340,6 +347,9 @@ class ExportModule(tf.Module):
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
         self.max_seq_length = tf.Variable(max_seq_length, trainable=False, name="max_seq_length")
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case) if text_signatures else None
+        if isinstance(served.model, NamedLabels):
+            self.labels = tf.Variable(served.model.labels, trainable=False, name="labels")
+            self.label_scores = tf.Variable(served.model.scores, trainable=False, name="label_scores")
         self._doc_stride = doc_stride
         if doc_stride is not None:
             if doc_stride < 1:
@@ -779,7 +789,8 @@ def export_saved_model(
         out.
 
     Returns:
-      The version directory written.
+      The version directory written; with a `NamedLabels` model it also holds
+      `assets.extra/labels.txt`, the labels one a line in the order of the scores.
 
     Raises:
       ValueError: Bad arguments, or the version exists and `overwrite` is False; nothing is
@@ -811,6 +822,10 @@ def export_saved_model(
         # Served elsewhere, perhaps without oneDNN or on a GPU: no oneDNN-only forms.
         with onednn.portable():
             tf.saved_model.save(module, tmp, signatures=module.signatures())
+        if isinstance(model, NamedLabels):
+            files.makedirs(os.path.join(tmp, ASSETS_EXTRA))
+            labels = [label.decode("utf-8") for label in model.labels.numpy()]
+            write_labels(os.path.join(tmp, ASSETS_EXTRA, LABELS_FILE), labels)
     if text_signatures:
         if doc_stride is None:
             logger.info(

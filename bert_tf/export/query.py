@@ -7,6 +7,11 @@ that all signatures share), and fails with `Op type not registered
 them (`import tensorflow_text`), then the SavedModel, and calls one signature on one example:
 a text (`text`), a pair of texts (`text_pair`), or ids (`serving_default`, `pretraining`, and
 `tf_example`, to which the ids are given as one serialized `tf.Example`).
+
+The outputs come as one JSON object, its keys the output names sorted (a signature returns a
+dict, whose order says nothing), so two queries print alike. A fine-tuned export names its scores:
+a classifier's `probabilities` are `{label: probability}` in the head's order, a tagger's one
+such object per token (the export's `labels` and `label_scores`, `ExportModule`).
 """
 
 import dataclasses
@@ -139,6 +144,14 @@ def _json_value(tensor):
     return value.tolist()
 
 
+def _named(scores, labels):
+    """`scores` (nested lists whose innermost run over the labels) with each innermost list a
+    `{label: score}` dict in the labels' order."""
+    if scores and not isinstance(scores[0], list):
+        return dict(zip(labels, scores, strict=True))
+    return [_named(row, labels) for row in scores]
+
+
 def open_export(export_dir):
     """The SavedModel of `export_dir` (`version_directory`), loaded with TF Text's ops.
 
@@ -160,7 +173,8 @@ def query_saved_model(options, export=None):
       export: `open_export(options.export_dir)`, if opened already.
 
     Returns:
-      `{output name: value}` for the example, in the signature's output order, JSON-ready.
+      `{output name: value}` for the example, JSON-ready, the names sorted; an export's
+      `label_scores` output, if any, with its scores named by the export's `labels`.
 
     Raises:
       ValueError: No SavedModel, an unknown signature, or inputs the signature cannot take.
@@ -170,7 +184,13 @@ def query_saved_model(options, export=None):
     if name not in loaded.signatures:
         raise ValueError(f"{path}: no signature {name!r}; it has {', '.join(sorted(loaded.signatures))}")
     outputs = loaded.signatures[name](**_signature_inputs(name, options, loaded))
-    return {key: _json_value(value) for key, value in outputs.items()}
+    values = {key: _json_value(outputs[key]) for key in sorted(outputs)}
+    if hasattr(loaded, "label_scores"):
+        scores = loaded.label_scores.numpy().decode("utf-8")
+        if scores in values:
+            labels = [label.decode("utf-8") for label in loaded.labels.numpy()]
+            values[scores] = _named(values[scores], labels)
+    return values
 
 
 def run_query(options):

@@ -1,14 +1,18 @@
 """`run_classifier`: the original's `run_classifier.py` (`tools/run_classifier.py`), its options and
 its run: train, evaluate, predict and export through the runner every job uses.
 
-Outputs in `--output_dir`: `eval_results.txt` (the original's `eval_accuracy`, `eval_loss`,
-`global_step`, `loss`, plus GLUE's metrics of the task, `metrics.py`: `eval_f1` for MRPC and
-QQP, `eval_matthews_correlation` for CoLA); `test_results.tsv` (the original's: one row of class
-probabilities per example, no header) and `test_predictions.tsv` (a header, then per example its
-guid, the predicted label and each label's probability under its name); for a GLUE task GLUE's
-submission file beside them (`CoLA.tsv`, `MNLI-mm.tsv`, ...: a header `index`, `prediction`, then
-per test example its index and label, or score for STS-B); optionally a SavedModel
-(`--export_dir`) returning `probabilities` and the `label` they pick.
+Outputs in `--output_dir`: `labels.txt` when training (the labels in the head's order, which a
+later run there must keep, and which `convert_checkpoint.py --hf_output_dir` reads as
+`id2label`); `eval_results.txt` (the original's `eval_accuracy`, `eval_loss`, `global_step`,
+`loss`, plus GLUE's metrics of the task, `metrics.py`: `eval_f1` for MRPC and QQP,
+`eval_matthews_correlation` for CoLA, `eval_pearson` and `eval_spearmanr` for a regression);
+`test_results.tsv` (the original's: one row of class probabilities per example, no header; a
+regression's score a row) and `test_predictions.tsv` (a header, then per example its guid, the
+predicted label and each label's probability under its name); for a GLUE task GLUE's submission
+file beside them (`CoLA.tsv`, `MNLI-mm.tsv`, ...: a header `index`, `prediction`, then per test
+example its index and label, or score for STS-B); optionally a SavedModel (`--export_dir`)
+returning `probabilities` and the `label` they pick (a regression's `scores`), with `labels.txt`
+in its `assets.extra/`.
 
 GLUE's metrics need every dev example's prediction: where the task has metrics beyond accuracy
 (or with `--doc_stride`), the dev records are predicted once more after the evaluation pass
@@ -26,6 +30,7 @@ import os
 
 from bert_tf.export.finetuned import export_finetuned
 from bert_tf.files import atomic_output, open_file
+from bert_tf.labels import LABELS_FILE, check_trained_labels, write_labels
 from bert_tf.modeling import BertClassifier, BertRegressor
 from bert_tf.options import option
 from bert_tf.tasks.classifier.data import (
@@ -186,6 +191,8 @@ def run_classifier(options):
             "probabilities",
             (len(label_list),),
         )
+    if label_list is not None:
+        check_trained_labels(options.output_dir, label_list)
     spec = name_to_features(options.max_seq_length, processor.is_regression)
     out = options.output_dir
 
@@ -241,6 +248,8 @@ def run_classifier(options):
                 mode_examples, label_list, options.max_seq_length, tokenizer, path
             )
             records[mode] = (path, len(mode_examples))
+    if options.do_train and runner.distribution.is_chief and label_list is not None:
+        write_labels(os.path.join(out, LABELS_FILE), label_list)
 
     def pooled_probabilities(model, mode):
         """The probabilities of `mode`'s examples, pooled over their windows."""

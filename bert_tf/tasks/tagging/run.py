@@ -13,7 +13,7 @@ import logging
 import os
 
 from bert_tf.export.finetuned import export_finetuned
-from bert_tf.files import atomic_output, isfile, open_file
+from bert_tf.labels import LABELS_FILE, check_trained_labels, write_labels
 from bert_tf.modeling import BertTagger
 from bert_tf.options import option
 from bert_tf.tasks.tagging.data import (
@@ -35,8 +35,6 @@ logger = logging.getLogger(__name__)
 
 EVAL_PREDICTIONS = "eval_predictions.txt"
 TEST_PREDICTIONS = "test_predictions.txt"
-# The labels, in the order of the head's outputs, that the model in --output_dir was trained on.
-LABELS_FILE = "labels.txt"
 
 
 @dataclasses.dataclass
@@ -72,21 +70,6 @@ def _label_list(options, train_examples):
     return sorted({tag for example in train_examples for tag in example.tags})
 
 
-def _check_trained_labels(output_dir, label_list):
-    """Raises a ValueError if `output_dir` holds the labels of a model trained on others (a
-    head's outputs are only positions: other labels would rename every prediction)."""
-    path = os.path.join(output_dir, LABELS_FILE)
-    if not isfile(path):
-        return
-    with open_file(path) as f:
-        trained = f.read().split("\n")[:-1]
-    if trained != label_list:
-        raise ValueError(
-            f"the labels ({','.join(label_list)}) are not those the model in --output_dir was "
-            f"trained on, in their order ({','.join(trained)}, from {path}): pass those as --labels"
-        )
-
-
 def run_tagger(options):
     """Trains, evaluates and predicts a tagger (`tools/run_tagger.py`).
 
@@ -118,7 +101,7 @@ def run_tagger(options):
             raise ValueError(f"{getattr(options, flag)}: no sentence")
     label_list = _label_list(options, train_examples)
     logger.info("Labels: %s", " ".join(label_list))
-    _check_trained_labels(options.output_dir, label_list)
+    check_trained_labels(options.output_dir, label_list)
     spec = name_to_features(options.max_seq_length)
 
     converted = {}  # mode -> (features, record file)
@@ -138,9 +121,8 @@ def run_tagger(options):
     for features, path in converted.values():
         write_features(features, path)
     if options.do_train and runner.distribution.is_chief:
-        labels_file = os.path.join(options.output_dir, LABELS_FILE)
-        with atomic_output(labels_file) as tmp, open_file(tmp, "w") as writer:
-            writer.write("".join(f"{label}\n" for label in label_list))
+        # The labels, in the order of the head's outputs, of the model trained in --output_dir.
+        write_labels(os.path.join(options.output_dir, LABELS_FILE), label_list)
 
     results = {"train": None, "eval": None, "predict": None, "predict_tokens": None, "export": None}
     num_labels = len(label_list)
