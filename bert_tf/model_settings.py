@@ -1,0 +1,96 @@
+"""`model_settings.json`: what a model directory records beside `bert_config.json` that the
+original's config does not hold, so that it travels with the model: how its text is tokenized
+(`do_lower_case`) and how it makes a sentence vector (`pooling`, `normalize`).
+
+`bert_config.json` keeps the original's keys only (the original's code reads it). A key absent
+from the file, or the file absent (Google's released directories), means "not recorded": the
+tools then decide as the original does, or infer (their docs say how).
+
+    {"do_lower_case": true, "pooling": "mean", "normalize": true}
+"""
+
+import dataclasses
+import json
+import os
+
+from bert_tf import files
+
+SETTINGS_FILE = "model_settings.json"
+# sentence-transformers' pooling modes that bert_tf computes (`bert_tf.modeling.pooling`).
+POOLINGS = ("cls", "mean", "max", "mean_sqrt_len_tokens")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    """A model's recorded settings (module docstring); None: not recorded.
+
+    Attributes:
+      do_lower_case: Whether its tokenizer lower-cases and strips accents.
+      pooling: How its sentence vector pools the last layer (one of `POOLINGS`).
+      normalize: Whether the sentence vector is scaled to unit length.
+    """
+
+    do_lower_case: bool = None
+    pooling: str = None
+    normalize: bool = None
+
+    def to_dict(self):
+        """The recorded keys only."""
+        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+
+
+def read_settings(directory):
+    """The `ModelSettings` recorded in `directory` (all None where there is no file).
+
+    Raises:
+      ValueError: The file is not a JSON object of the known keys with values of their kinds;
+        the message names the file and the key.
+    """
+    path = os.path.join(directory, SETTINGS_FILE)
+    if not files.isfile(path):
+        return ModelSettings()
+    try:
+        with files.open_file(path) as reader:
+            data = json.load(reader)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    known = {field.name for field in dataclasses.fields(ModelSettings)}
+    for key, value in data.items():
+        if key not in known:
+            raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+        if key == "pooling":
+            if value not in POOLINGS:
+                raise ValueError(f"{path}: pooling {value!r} is not one of {', '.join(POOLINGS)}")
+        elif not isinstance(value, bool):
+            raise ValueError(f"{path}: {key} {value!r} is not true or false")
+    return ModelSettings(**data)
+
+
+def write_settings(directory, settings):
+    """Writes `settings`' recorded keys to `directory`/`SETTINGS_FILE` (temporary name, then
+    renamed); nothing where none is recorded.
+
+    Returns:
+      The path written, or None.
+    """
+    data = settings.to_dict()
+    if not data:
+        return None
+    path = os.path.join(directory, SETTINGS_FILE)
+    with files.atomic_output(path) as tmp, files.open_file(tmp, "w") as writer:
+        writer.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def settings_directory(bert_config_file=None, init_checkpoint=None):
+    """The directory whose settings a model's files carry: that of `bert_config_file`, else of
+    `init_checkpoint` (a checkpoint prefix's, or the directory it names); None without either."""
+    if bert_config_file:
+        return os.path.dirname(bert_config_file) or "."
+    if init_checkpoint:
+        if files.isdir(init_checkpoint):
+            return init_checkpoint
+        return os.path.dirname(init_checkpoint) or "."
+    return None
