@@ -456,15 +456,21 @@ def _write_head_checkpoint(prefix, scope, num_outputs, seed):
 
 @pytest.mark.onednn_both
 @pytest.mark.slow
-@pytest.mark.parametrize("scope, num_outputs", [("cls/tagging/", 5), ("cls/squad/", 2)])
-def test_a_tagger_and_a_squad_model_export_with_their_heads(tmp_path, tiny_weights, scope, num_outputs):
+@pytest.mark.parametrize("scope, num_outputs", [("cls/tagging/", 5), ("cls/squad/", 2), ("", 1)])
+def test_a_tagger_a_squad_model_and_a_regressor_export_with_their_heads(
+    tmp_path, tiny_weights, scope, num_outputs
+):
     head = _write_head_checkpoint(str(tmp_path / "model.ckpt-3"), scope, num_outputs, seed=2)
     result = edge.export_edge(_options(tmp_path, "onnx", "none", checkpoint=str(tmp_path / "model.ckpt-3")))
     assert result.ok
     inputs = _inputs(seed=5)
-    sequence = _reference(tiny_weights, inputs)["sequence_output"]
-    logits = sequence @ head["output_weights"].astype(np.float64).T + head["output_bias"]
-    if scope == "cls/tagging/":
+    outputs = _reference(tiny_weights, inputs)
+    read = outputs["pooled_output"] if scope == "" else outputs["sequence_output"]
+    logits = read @ head["output_weights"].astype(np.float64).T + head["output_bias"]
+    if scope == "":  # one top-level output: a regression (STS-B's)
+        assert result.edge.head == "regressor"
+        expected = {"scores": logits[..., 0]}
+    elif scope == "cls/tagging/":
         assert result.edge.head == "tagger with 5 labels"
         expected = {"probabilities": reference.softmax(logits)}
     else:

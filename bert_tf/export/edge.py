@@ -39,7 +39,7 @@ from bert_tf.checkpoints.pretrained import is_keras_file, load_weights
 from bert_tf.export.module import ID_INPUTS
 from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertPretrainer
-from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, head_of_checkpoint
+from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, SCORES, head_of_checkpoint
 from bert_tf.options import option, redefine
 from bert_tf.text.text_lines import InputExample, convert_example, read_examples
 
@@ -753,12 +753,13 @@ def check_outputs(expected, actual, input_mask, kinds, quantize):
     difference. An int8 one (`dynamic_int8`, `int8`) to a cosine similarity of at least
     `MIN_COSINE` per example: each row of a `PER_EXAMPLE` output, and each example's real
     tokens (`input_mask` 1) of a `PER_TOKEN` output taken together; a `CLASSES` output must
-    pick the same class (arg-max) for every example.
+    pick the same class (arg-max) for every example; a `SCORES` output (one number an example)
+    to `MIN_COSINE` over the batch's scores taken together.
 
     Args:
       expected, actual: Output name -> float array, [batch, ...].
       input_mask: The int [batch, seq] mask of the inputs.
-      kinds: Output name -> `PER_TOKEN`, `PER_EXAMPLE` or `CLASSES`.
+      kinds: Output name -> `PER_TOKEN`, `PER_EXAMPLE`, `CLASSES` or `SCORES`.
       quantize: One of `QUANTIZATIONS`.
 
     Returns:
@@ -779,7 +780,8 @@ def check_outputs(expected, actual, input_mask, kinds, quantize):
                 mask = np.asarray(input_mask) > 0
                 mask = mask.reshape(mask.shape + (1,) * (want.ndim - 2))
                 want, got = want * mask, got * mask
-            cosine = float(np.min(_cosines(want.reshape(len(want), -1), got.reshape(len(got), -1))))
+            rows_of = (lambda a: a.reshape(1, -1)) if kind == SCORES else (lambda a: a.reshape(len(a), -1))
+            cosine = float(np.min(_cosines(rows_of(want), rows_of(got))))
             rows.append(CheckRow(name, diff, "min cosine", cosine, MIN_COSINE, cosine >= MIN_COSINE))
     return rows
 

@@ -17,8 +17,9 @@ from bert_tf.modeling.finetuning import (
     BertTagger,
 )
 
-# How an exported output is laid out (and how the edge export checks an int8 file's values).
-PER_TOKEN, PER_EXAMPLE, CLASSES = "per_token", "per_example", "classes"
+# How an exported output is laid out (and how the edge export checks an int8 file's values):
+# a vector per token, a vector per example, class probabilities, or one score per example.
+PER_TOKEN, PER_EXAMPLE, CLASSES, SCORES = "per_token", "per_example", "classes", "scores"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +34,8 @@ class Head:
       hf_architecture: The transformers class of the same model.
       hf_module: The transformers module of its output layer (`classifier`, `qa_outputs`).
       hf_pooler: Whether transformers builds that class with the pooler.
-      outputs: The model outputs an export serves -> `PER_TOKEN`, `PER_EXAMPLE` or `CLASSES`,
-        in the signature's order.
+      outputs: The model outputs an export serves -> `PER_TOKEN`, `PER_EXAMPLE`, `CLASSES` or
+        `SCORES`, in the signature's order.
       label_output: The export's output naming the best label of `probabilities` (`label` per
         example, `labels` per token), or None for a head without labels.
       problem_type: transformers' `problem_type` of the class, where it tells heads apart.
@@ -96,7 +97,7 @@ HEADS = (
         "BertForSequenceClassification",
         "classifier",
         hf_pooler=True,
-        outputs={"scores": PER_EXAMPLE},
+        outputs={"scores": SCORES},
         problem_type="regression",
     ),
     Head(
