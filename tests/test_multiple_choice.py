@@ -14,6 +14,7 @@ import tensorflow as tf
 from bert_tf.checkpoints.pretrained import load_weights, open_pretrained
 from bert_tf.modeling import BertMultipleChoice
 from bert_tf.tasks.multiple_choice.data import convert_example, read_examples, task_files
+from bert_tf.tasks.multiple_choice.run import MultipleChoiceOptions, run_multiple_choice
 from bert_tf.text.tokenization import FullTokenizer
 from tests import tool_runs
 from tests.test_hf import HF_TINY, LOGITS_TOLERANCE, convert, hf_tensors, read_json
@@ -198,3 +199,69 @@ def test_a_generic_csv_reads_its_columns_and_names_a_missing_one(tmp_path):
     files = task_files("multiple_choice", "context", "question", "a,b,c", "answer")
     with pytest.raises(ValueError, match=r"dev.csv: no column 'question' \(--text_b_column\)"):
         read_examples(files, str(tmp_path), "dev")
+
+
+def test_fine_tuning_learns_and_exports(google, tmp_path):
+    """A few steps on SWAG-shaped files where the right ending is always "is good.": the loss
+    on them falls; the export's id and text signatures give the tool's probabilities."""
+    rng = np.random.default_rng(0)
+    words = ["john", "lives", "in", "paris", "the", "cafe", "was", "bad", "very", "world", "play"]
+    header = ["", "sent1", "sent2", *(f"ending{i}" for i in range(4)), "label"]
+    rows = []
+    for i in range(16):
+        endings = [" ".join(rng.choice(words, 3)) for _ in range(4)]
+        label = int(rng.integers(4))
+        endings[label] = "is good."
+        rows.append([str(i), " ".join(rng.choice(words, 4)), "he", *endings, str(label)])
+    data = tmp_path / "swag"
+    data.mkdir()
+    for name in ("train.csv", "val.csv", "test.csv"):
+        write_csv(data / name, header, rows)
+    common = dict(
+        task_name="swag",
+        data_dir=str(data),
+        vocab_file=f"{google}/vocab.txt",
+        bert_config_file=f"{google}/bert_config.json",
+        init_checkpoint=google,
+        max_seq_length=16,
+        eval_batch_size=16,
+        predict_batch_size=16,
+        seed=1,
+    )
+    before = run_multiple_choice(
+        MultipleChoiceOptions(output_dir=str(tmp_path / "before"), do_eval=True, **common)
+    )
+    after = run_multiple_choice(
+        MultipleChoiceOptions(
+            output_dir=str(tmp_path / "after"),
+            export_dir=str(tmp_path / "export"),
+            do_train=True,
+            do_eval=True,
+            do_predict=True,
+            train_batch_size=8,
+            num_train_epochs=5.0,
+            learning_rate=2e-3,
+            **common,
+        )
+    )
+    assert after["eval"]["eval_loss"] < 0.5 * before["eval"]["eval_loss"]
+    assert after["eval"]["eval_accuracy"] == 1.0
+    loaded = tf.saved_model.load(after["export"])
+    assert sorted(loaded.signatures) == ["serving_default", "text_choices"]
+    features = {key: tf.constant(value, tf.int32) for key, value in packed_rows(data, google).items()}
+    by_ids = loaded.signatures["serving_default"](**features)["probabilities"]
+    np.testing.assert_allclose(by_ids, after["predict"], atol=1e-5, rtol=0)
+    by_text = loaded.signatures["text_choices"](
+        context=tf.constant([row[1] for row in rows]),
+        question=tf.constant([row[2] for row in rows]),
+        endings=tf.constant([row[3:7] for row in rows]),
+    )["probabilities"]
+    np.testing.assert_allclose(by_text, after["predict"], atol=1e-5, rtol=0)
+
+
+def packed_rows(data_dir, google):
+    """The ids of test.csv as the tool packs them, [rows, choices, 16]."""
+    tokenizer = FullTokenizer(f"{google}/vocab.txt", do_lower_case=True)
+    examples = read_examples(task_files("swag"), str(data_dir), "test")
+    features = [convert_example(i, e, 16, tokenizer) for i, e in enumerate(examples)]
+    return {key: np.array([f[key] for f in features]) for key in ("input_ids", "input_mask", "segment_ids")}
