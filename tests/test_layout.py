@@ -12,7 +12,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "bert_tf")
-JOBS = ("pretraining", "classifier", "squad", "tagging", "features")
+JOBS = ("pretraining", "classifier", "squad", "tagging", "features", "multiple_choice")
 # The words of the jobs' own pieces, which the trainer's code must not name.
 JOB_WORDS = ("masked_lm", "next_sentence", "squad", "classifier", "tagging", "tagger")
 

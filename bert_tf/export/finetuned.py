@@ -65,6 +65,7 @@ def export_finetuned(
         max_text_a_tokens=max_text_a_tokens,
         doc_stride=doc_stride,
         window_pooling=window_pooling,
+        choices=head.choices,
     )
     logger.info("Exported %s", path)
     return path

@@ -14,6 +14,10 @@ Every signature ends in the same call, the model on int32 [batch, seq] `input_id
   per text what the tools return per document (see `ExportModule`);
 - `tf_example`: serialized `tf.Example`s with the three int64 features of the original's
   TFRecords, each `max_seq_length` long;
+- a multiple-choice model (`ServedModel.choices`) has `serving_default` on [batch, choices, seq]
+  ids and `text_choices` (strings: a context and a question [batch], the endings
+  [batch, choices]; each choice packed as the pair (context, question + " " + ending)) in place
+  of `text`, `text_pair` and `tf_example`;
 - extra signatures (e.g. `pretraining`): the three tensors plus the inputs a model needs
   beyond them (`masked_lm_positions`).
 
@@ -47,6 +51,7 @@ DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving
 TEXT_SIGNATURE = "text"
 TEXT_PAIR_SIGNATURE = "text_pair"
 TEXT_WINDOWED_SIGNATURE = "text_windowed"
+TEXT_CHOICES_SIGNATURE = "text_choices"
 EXAMPLE_SIGNATURE = "tf_example"
 TOKENS_OUTPUT = "tokens"
 # The outputs `text_tokens` adds to the text signatures, `TOKENS_OUTPUT` first.
@@ -78,11 +83,13 @@ class ServedModel:
       output_names: The names of the signature's outputs.
       extra_inputs: Name -> `tf.TensorSpec` of the inputs beyond the three id tensors (only
         for extra signatures, which take the ids directly).
+      choices: Whether the id tensors are [batch, choices, seq] (a multiple-choice model).
     """
 
     model: object
     output_names: tuple
     extra_inputs: dict = dataclasses.field(default_factory=dict)
+    choices: bool = False
 
     def __post_init__(self):
         names = tuple(self.output_names)
@@ -98,7 +105,7 @@ class ServedModel:
         makes its variables on its first call (a subclassed one, never called yet) makes them
         here, where they can be tracked and saved, and not inside a signature's trace. (One
         token would have Keras warn of a softmax over a single position.)"""
-        inputs = {name: tf.zeros([1, 2], tf.int32) for name in ID_INPUTS}
+        inputs = {name: tf.zeros([1, 2, 2] if self.choices else [1, 2], tf.int32) for name in ID_INPUTS}
         for name, spec in self.extra_inputs.items():
             inputs[name] = tf.zeros([1 if n is None else n for n in spec.shape], spec.dtype)
         self(inputs)
@@ -215,8 +222,10 @@ def _traced_when_called_by_name(fn, specs):
     return tf.function(call, input_signature=[specs[name] for name in names], autograph=False)
 
 
-def _id_specs():
-    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS}
+def _id_specs(choices=False):
+    """The id inputs' specs: int32 [batch, seq], or [batch, choices, seq]."""
+    shape = [None, None, None] if choices else [None, None]
+    return {name: tf.TensorSpec(shape, tf.int32, name=name) for name in ID_INPUTS}
 
 
 class ExportModule(tf.Module):
@@ -387,11 +396,22 @@ class ExportModule(tf.Module):
             """The served model on the three id tensors."""
             return self._served(inputs)
 
-        model = _traced_when_called(run_model, _id_specs())
+        model = _traced_when_called(run_model, _id_specs(self._served.choices))
         shared = None if self._served.extra_inputs else model  # (it takes the three ids only)
         signatures = {DEFAULT_SIGNATURE: self._ids_signature(self._served, shared)}
         signatures.update({name: self._ids_signature(s) for name, s in self._extra_served.items()})
-        if self.tokenizer is not None:
+        if self.tokenizer is not None and self._served.choices:
+
+            def serve_text_choices(context, question, endings):
+                return self._serve_text_choices(context, question, endings, model)
+
+            signatures[TEXT_CHOICES_SIGNATURE] = _traced_when_called(
+                serve_text_choices,
+                tf.TensorSpec([None], tf.string, name="context"),
+                tf.TensorSpec([None], tf.string, name="question"),
+                tf.TensorSpec([None, None], tf.string, name="endings"),
+            )
+        elif self.tokenizer is not None:
 
             def serve_text_pair(text_a, text_b):
                 return self._serve_text_pair(text_a, text_b, model)
@@ -419,9 +439,10 @@ class ExportModule(tf.Module):
             signatures[TEXT_WINDOWED_SIGNATURE] = _traced_when_called(
                 serve_text_windowed, tf.TensorSpec([None], tf.string, name="text")
             )
-        signatures[EXAMPLE_SIGNATURE] = _concrete(
-            self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
-        )
+        if not self._served.choices:
+            signatures[EXAMPLE_SIGNATURE] = _concrete(
+                self._serve_examples, tf.TensorSpec([None], tf.string, name="examples")
+            )
         return signatures
 
     def _ids_signature(self, served, model=None):
@@ -429,7 +450,8 @@ class ExportModule(tf.Module):
         function of the three ids), if given."""
 
         def serve(**inputs):
-            rows, length = tf.unstack(tf.shape(inputs["input_ids"]))
+            shape = tf.shape(inputs["input_ids"])
+            rows, length = tf.reduce_prod(shape[:-1]), shape[-1]
             checks = [
                 tf.debugging.assert_less_equal(
                     length,
@@ -457,12 +479,12 @@ class ExportModule(tf.Module):
             ]
             inputs = after_checks(inputs, [*checks, *self._id_checks(inputs)])
             # A batch of 0 rows may come with 0 columns, where the pooler reads column 0.
-            padding = [[0, 0], [0, tf.maximum(1 - length, 0)]]
+            padding = [[0, 0]] * (2 if served.choices else 1) + [[0, tf.maximum(1 - length, 0)]]
             return (model or served)(
                 {name: tf.pad(x, padding) if name in ID_INPUTS else x for name, x in inputs.items()}
             )
 
-        return _traced_when_called_by_name(serve, {**_id_specs(), **served.extra_inputs})
+        return _traced_when_called_by_name(serve, {**_id_specs(served.choices), **served.extra_inputs})
 
     def _id_checks(self, inputs):
         """The assertions that the ids in `inputs` have rows in the embedding tables."""
@@ -510,6 +532,32 @@ class ExportModule(tf.Module):
             for name in TEXT_TOKEN_OUTPUTS[1:]:
                 outputs[name] = packed[name]
         return outputs
+
+    def _serve_text_choices(self, context, question, endings, model):
+        """`text_choices`: choice i of row r is the pair (`context[r]`,
+        `question[r] + " " + endings[r, i]`), packed as `text_pair` packs a pair, all the
+        request's choices as one batch; the model's outputs are per row ([batch, choices])."""
+        rows, choices = tf.unstack(tf.shape(endings))
+        same_size = [
+            tf.debugging.assert_equal(
+                tf.size(texts), rows, message=f"{name} and endings hold different numbers of rows"
+            )
+            for name, texts in (("context", context), ("question", question))
+        ]
+        texts = after_checks({"context": context, "question": question, "endings": endings}, same_size)
+        text_a = tf.repeat(texts["context"], choices)
+        text_b = tf.strings.join(
+            [tf.repeat(texts["question"], choices), tf.reshape(texts["endings"], [-1])], " "
+        )
+        packed = pack_ids(
+            self.tokenizer.tokenize(text_a),
+            self.tokenizer.tokenize(text_b),
+            self._max_seq_length,
+            self.tokenizer.cls_id,
+            self.tokenizer.sep_id,
+            pad_to_multiple=REQUEST_PADDING,
+        )
+        return model({name: tf.reshape(packed[name], [rows, choices, -1]) for name in ID_INPUTS})
 
     def _serve_text_windowed(self, text, model):
         """`text_windowed`: each text cut into windows, the request's windows run in batches of
@@ -766,6 +814,7 @@ def export_saved_model(
     window_pooling="mean",
     window_batch_size=WINDOW_BATCH_SIZE,
     max_windowed_tokens=MAX_WINDOWED_TOKENS,
+    choices=False,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -787,6 +836,9 @@ def export_saved_model(
       doc_stride, window_pooling, window_batch_size, max_windowed_tokens: The `text_windowed`
         signature, windowing long texts (see `ExportModule`); a `doc_stride` of None leaves it
         out.
+      choices: Whether the model takes [batch, choices, seq] ids (a multiple-choice model): its
+        signatures are then `serving_default` on such ids and `text_choices` (see
+        `ExportModule`).
 
     Returns:
       The version directory written; with a `NamedLabels` model it also holds
@@ -796,7 +848,7 @@ def export_saved_model(
       ValueError: Bad arguments, or the version exists and `overwrite` is False; nothing is
         left under `export_dir` then.
     """
-    served = ServedModel(model, output_names)
+    served = ServedModel(model, output_names, choices=choices)
     if config is None:
         logger.warning(
             "export_saved_model without config: the id signatures accept ids outside the "

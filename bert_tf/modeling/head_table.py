@@ -39,6 +39,8 @@ class Head:
       label_output: The export's output naming the best label of `probabilities` (`label` per
         example, `labels` per token), or None for a head without labels.
       problem_type: transformers' `problem_type` of the class, where it tells heads apart.
+      choices: Whether the model's ids are [batch, choices, seq] (one pair per choice), not
+        [batch, seq].
     """
 
     name: str
@@ -50,6 +52,7 @@ class Head:
     outputs: dict
     label_output: str = None
     problem_type: str = None
+    choices: bool = False
 
     @property
     def labels(self):
@@ -108,6 +111,7 @@ HEADS = (
         "classifier",
         hf_pooler=True,
         outputs={"probabilities": CLASSES},
+        choices=True,
     ),
     Head(
         "tagger",
