@@ -265,3 +265,30 @@ def packed_rows(data_dir, google):
     examples = read_examples(task_files("swag"), str(data_dir), "test")
     features = [convert_example(i, e, 16, tokenizer) for i, e in enumerate(examples)]
     return {key: np.array([f[key] for f in features]) for key in ("input_ids", "input_mask", "segment_ids")}
+
+
+@pytest.mark.onednn_both
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_the_edge_file_takes_choices_and_gives_transformers_probabilities(google, hf, tmp_path, fmt):
+    """LiteRT and ONNX (float32): the file takes int32 [batch, choices, seq] ids; on run_swag's
+    ids it gives transformers' probabilities (1e-4)."""
+    from bert_tf.export.edge import EdgeOptions, Runtime, export_edge
+
+    result = export_edge(
+        EdgeOptions(
+            format=fmt,
+            bert_config_file=os.path.join(google, "bert_config.json"),
+            init_checkpoint=os.path.join(google, "bert_model.ckpt"),
+            vocab_file=os.path.join(google, "vocab.txt"),
+            max_seq_length=MAX_SEQ_LENGTH,
+            output=str(tmp_path / f"mc.{fmt}"),
+        )
+    )
+    assert result.ok and result.edge.choices and result.edge.head == "multiple choice"
+    ids = {
+        "input_ids": hf["val_input_ids"].astype(np.int32),
+        "input_mask": hf["val_attention_mask"].astype(np.int32),
+        "segment_ids": hf["val_token_type_ids"].astype(np.int32),
+    }
+    got = Runtime(fmt, result.path, result.edge.outputs)(ids)
+    np.testing.assert_allclose(got["probabilities"], hf["val_probabilities"], atol=1e-4)

@@ -84,6 +84,8 @@ DEFAULT_CHECK_TEXTS = (
 )
 # How an output is compared in an int8 file (`check_outputs`).
 ENCODER_OUTPUTS = {"sequence_output": PER_TOKEN, "pooled_output": PER_EXAMPLE}
+# A multiple-choice model's check and calibration inputs: the packed texts, this many a question.
+CHECK_CHOICES = 4
 
 
 @dataclasses.dataclass
@@ -131,11 +133,13 @@ class EdgeModel:
       outputs: Output name -> how an int8 file's output is checked (`PER_TOKEN`,
         `PER_EXAMPLE` or `CLASSES`), in the order of the SavedModel signature's outputs.
       head: What the model is, for the log ("BertModel", "classifier with 3 labels", ...).
+      choices: Whether its ids are [batch, choices, seq] (a multiple-choice model).
     """
 
     model: object
     outputs: dict
     head: str
+    choices: bool = False
 
 
 def require_format(fmt):
@@ -180,12 +184,15 @@ def edge_model(pretrained):
         return EdgeModel(model, ENCODER_OUTPUTS, "BertModel")
     model = head.build(config, width)
     load_weights(model, pretrained.init_checkpoint)
-    return EdgeModel(model, head.outputs, f"{head.name} with {width} labels" if head.labels else head.name)
+    name = f"{head.name} with {width} labels" if head.labels else head.name
+    return EdgeModel(model, head.outputs, name, head.choices)
 
 
-def id_specs():
-    """The three int32 [batch, seq] inputs, batch and seq dynamic, in `ID_INPUTS` order."""
-    return [tf.TensorSpec([None, None], tf.int32, name=name) for name in ID_INPUTS]
+def id_specs(choices=False):
+    """The three int32 [batch, seq] inputs ([batch, choices, seq] with `choices`), every
+    dimension dynamic, in `ID_INPUTS` order."""
+    shape = [None, None, None] if choices else [None, None]
+    return [tf.TensorSpec(shape, tf.int32, name=name) for name in ID_INPUTS]
 
 
 def id_function(edge):
@@ -200,7 +207,7 @@ def id_function(edge):
         outputs = edge.model({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
         return {name: outputs[name] for name in names}
 
-    function = tf.function(serve, input_signature=id_specs(), autograph=False)
+    function = tf.function(serve, input_signature=id_specs(edge.choices), autograph=False)
     # Run by LiteRT or onnxruntime: traced with the generic ops, none of oneDNN's forms (whose
     # LayerNorm holds a `PlaceholderWithDefault` that tf2onnx cannot convert).
     with onednn.portable():
@@ -239,10 +246,20 @@ def default_check_examples():
     return examples
 
 
-def encode(examples, tokenizer, max_seq_length):
-    """The examples packed as the original's features: int32 [n, max_seq_length] arrays by name."""
+def encode(examples, tokenizer, max_seq_length, choices=False):
+    """The examples packed as the original's features: int32 [n, max_seq_length] arrays by name.
+
+    With `choices` (a multiple-choice model), the packed examples are the choices of one
+    question each `CHECK_CHOICES` of them: [n // CHECK_CHOICES, CHECK_CHOICES, max_seq_length]
+    (all of them as one question's choices where there are fewer).
+    """
     features = [convert_example(example, tokenizer, max_seq_length) for example in examples]
-    return {name: np.array([f[name] for f in features], np.int32) for name in ID_INPUTS}
+    arrays = {name: np.array([f[name] for f in features], np.int32) for name in ID_INPUTS}
+    if not choices:
+        return arrays
+    per_question = min(CHECK_CHOICES, len(features))
+    rows = len(features) // per_question * per_question
+    return {name: a[:rows].reshape(-1, per_question, max_seq_length) for name, a in arrays.items()}
 
 
 def _rows(inputs):
@@ -414,7 +431,9 @@ def convert_onnx(function, quantize, calibration, work_dir, hidden_size, interme
     # Its INFO lines (versions, the optimizer's op counts) say nothing a user acts on.
     logging.getLogger("tf2onnx").setLevel(logging.WARNING)
 
-    proto, _ = tf2onnx.convert.from_function(function, input_signature=id_specs(), opset=ONNX_OPSET)
+    proto, _ = tf2onnx.convert.from_function(
+        function, input_signature=function.input_signature, opset=ONNX_OPSET
+    )
     if quantize == "none":
         return proto.SerializeToString()
     if quantize == "float16":
@@ -855,13 +874,14 @@ def export_edge(options):
     check_examples = (
         read_texts(options.check_texts, "--check_texts") if options.check_texts else default_check_examples()
     )
-    calibration = None
+    calibration_texts = None
     if options.quantize == "int8":
-        calibration = encode(
-            read_texts(options.calibration_texts, "--calibration_texts"), tokenizer, options.max_seq_length
-        )
-    check_inputs = encode(check_examples, tokenizer, options.max_seq_length)
+        calibration_texts = read_texts(options.calibration_texts, "--calibration_texts")
     edge = edge_model(pretrained)
+    calibration = None
+    if calibration_texts is not None:
+        calibration = encode(calibration_texts, tokenizer, options.max_seq_length, edge.choices)
+    check_inputs = encode(check_examples, tokenizer, options.max_seq_length, edge.choices)
     function, concrete = id_function(edge)
     float32_bytes = sum(int(np.prod(w.shape)) * 4 for w in edge.model.weights)
     with tempfile.TemporaryDirectory(prefix="bert_tf_edge_") as work_dir:
@@ -918,7 +938,8 @@ def run_export_edge(options):
     print(
         f"{result.edge.head} as {options.format} ({options.quantize}): {result.size / 1e6:.2f} MB, "
         f"{result.size / result.float32_bytes:.2f}x its float32 weights "
-        f"({result.float32_bytes / 1e6:.2f} MB); inputs int32 [batch, seq], batch and seq dynamic"
+        f"({result.float32_bytes / 1e6:.2f} MB); inputs int32 "
+        f"{'[batch, choices, seq]' if result.edge.choices else '[batch, seq]'}, every dimension dynamic"
     )
     if result.float_ops:
         ops = ", ".join(f"{name} x{count}" for name, count in sorted(result.float_ops.items()))
