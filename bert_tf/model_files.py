@@ -1,5 +1,6 @@
 """`ModelFileOptions`: the flags naming a pretrained model's files (`--bert_config_file`,
-`--vocab_file`, `--init_checkpoint`), how its text is tokenized (`--do_lower_case`) and the sequence
+`--vocab_file`, `--init_checkpoint`), how its text is tokenized (`--do_lower_case`,
+`--force_do_lower_case`) and the sequence
 length checked against it (`--max_seq_length`), declared once for every tool that reads a model.
 
 A tool's options mix it in, or `bert_tf.options.redefine` its fields (a frozen dataclass, a
@@ -26,7 +27,15 @@ class ModelFileOptions:
     )
     vocab_file: str = option(None, "The vocab.txt the model was trained with.")
     do_lower_case: bool = option(
-        True, "Lower-case the input and strip accents: True for uncased models, False for cased ones."
+        None,
+        "Lower-case the input and strip accents: True for uncased models, False for cased ones "
+        "(default: the model's recorded setting, else inferred from the vocabulary: the original's "
+        "True for an uncased one).",
+    )
+    force_do_lower_case: bool = option(
+        False,
+        "Use --do_lower_case as given where the model's recorded setting or its vocabulary says "
+        "otherwise (docs/checkpoints.md, Casing).",
     )
     init_checkpoint: str = option(
         None, "The model's weights: a Google checkpoint (prefix or directory) or a .keras file."
@@ -43,7 +52,8 @@ class ModelFileOptions:
         Args:
           init_checkpoint: The weights to read instead of `--init_checkpoint`, e.g. None where a
             run resumes from its own checkpoint (`TrainingOptions.init_checkpoint_read`).
-          do_lower_case: None for a tool that tokenizes nothing, else as the flag.
+          do_lower_case: As the flag (None: not given; the casing is then resolved from the
+            model's files, `bert_tf.text.casing`).
           max_seq_length: None for a tool that packs no sequence, else as the flag.
 
         Returns:
@@ -64,4 +74,5 @@ class ModelFileOptions:
             own(do_lower_case, "do_lower_case"),
             own(init_checkpoint, "init_checkpoint"),
             own(max_seq_length, "max_seq_length"),
+            self.force_do_lower_case,
         )

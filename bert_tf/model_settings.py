@@ -84,6 +84,20 @@ def write_settings(directory, settings):
     return path
 
 
+def copy_settings(source_dir, target_dir):
+    """Writes the settings recorded in `source_dir` to `target_dir`, for a model written there
+    from one read in `source_dir` (a conversion); nothing where the two are one directory or
+    nothing is recorded.
+
+    Returns:
+      The path written, or None.
+    """
+    source_dir, target_dir = source_dir or ".", target_dir or "."
+    if os.path.abspath(source_dir) == os.path.abspath(target_dir):
+        return None
+    return write_settings(target_dir, read_settings(source_dir))
+
+
 def settings_directory(bert_config_file=None, init_checkpoint=None):
     """The directory whose settings a model's files carry: that of `bert_config_file`, else of
     `init_checkpoint` (a checkpoint prefix's, or the directory it names); None without either."""

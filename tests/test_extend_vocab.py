@@ -5,6 +5,7 @@ modes, on the training fixture with Adam slots and the google_tiny vocabulary ([
 entries)."""
 
 import collections
+import json
 import os
 import sys
 
@@ -54,7 +55,7 @@ def extended(request, tmp_path_factory, fixtures_dir):
     tokens_file.write_text("\n".join(NEW_TOKENS) + "\n\n", encoding="utf-8")
     output = directory / "out"
     extension = extend_vocab(
-        CONFIG, CHECKPOINT, VOCAB, True, str(output), new_tokens=str(tokens_file), mode=mode
+        CONFIG, CHECKPOINT, VOCAB, None, str(output), new_tokens=str(tokens_file), mode=mode
     )
     return mode, extension, output, _read(str(output / "bert_model.ckpt"))
 
@@ -114,8 +115,11 @@ def test_the_vocabulary_written(extended):
         "bert_model.ckpt.data-00000-of-00001",
         "bert_model.ckpt.index",
         "checkpoint",
+        "model_settings.json",
         "vocab.txt",
     ]
+    # No --do_lower_case: google_tiny's uncased vocabulary decided, and the output records it.
+    assert json.loads((output / "model_settings.json").read_text()) == {"do_lower_case": True}
 
 
 def _inputs(tokenizer, first, second):

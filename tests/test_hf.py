@@ -24,7 +24,6 @@ from bert_tf.modeling import BertClassifier, BertPretrainer, BertSquad, BertTagg
 from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
 from bert_tf.tasks.squad.run import SquadOptions
 from bert_tf.tasks.tagging.run import TaggingOptions
-from bert_tf.text.tokenization import FullTokenizer
 from bert_tf.training.runner import Runner
 from tests import model_fixtures as mf
 
@@ -85,20 +84,19 @@ def convert(*flags):
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     """Every fixture converted by the tool's library call, HF -> Google (`google/<name>`) and on
-    back to HF (`hf/<name>`): `{name: (google dir, hf dir, what the first conversion printed)}`."""
+    back to HF (`hf/<name>`) with the casing the first recorded (no --do_lower_case): `{name:
+    (google dir, hf dir, what the first conversion printed)}`."""
     root = tmp_path_factory.mktemp("hf")
     result = {}
     for name in NAMES:
         google, back = str(root / "google" / name), str(root / "hf" / name)
         status, printed = convert(f"--hf_model={HF_TINY}/{name}", f"--output_dir={google}")
         assert status == 0, printed
-        do_lower_case = printed.strip().splitlines()[-1]
         labels = [f"--labels_file={google}/labels.txt"] if os.path.exists(f"{google}/labels.txt") else []
         status, _ = convert(
             f"--bert_config_file={google}/bert_config.json",
             f"--init_checkpoint={google}",
             f"--vocab_file={google}/vocab.txt",
-            do_lower_case,
             f"--hf_output_dir={back}",
             *labels,
         )
@@ -163,7 +161,7 @@ def test_google_to_hf_to_google_gives_back_the_checkpoint(converted, tmp_path, n
         "bert_model.ckpt.data-00000-of-00001",
         "bert_model.ckpt.index",
     ]
-    for file in ("bert_config.json", "vocab.txt", "labels.txt", "checkpoint"):
+    for file in ("bert_config.json", "vocab.txt", "labels.txt", "checkpoint", "model_settings.json"):
         if os.path.exists(os.path.join(google, file)):
             assert read_text(os.path.join(google, file)) == read_text(tmp_path / "again" / file)
 
@@ -235,11 +233,17 @@ def softmax(logits):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_printed_do_lower_case_gives_transformers_token_ids(converted, name):
-    google, _, printed = converted[name]
+def test_the_recorded_do_lower_case_gives_transformers_token_ids(converted, name):
+    """The casing recorded in model_settings.json (and printed) is the tokenizer's; a tool given
+    no --do_lower_case takes it (the HF directory written back from it says the same)."""
+    google, back, printed = converted[name]
     flag = printed.strip().splitlines()[-1]
     assert flag == ("--do_lower_case=false" if name == "model" else "--do_lower_case=true")
-    tokenizer = FullTokenizer(f"{google}/vocab.txt", do_lower_case=flag.endswith("true"))
+    assert read_json(os.path.join(google, "model_settings.json")) == {"do_lower_case": name != "model"}
+    pretrained = open_pretrained(f"{google}/bert_config.json", f"{google}/vocab.txt", None, google)
+    assert pretrained.do_lower_case is (name != "model")
+    assert hf.read_hf_model(back).do_lower_case is (name != "model")
+    tokenizer = pretrained.tokenizer()
     want = hf_outputs(name)
     texts = read_json(os.path.join(HF_TINY, "texts.json"))
     for row, text in enumerate(texts):

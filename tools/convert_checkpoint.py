@@ -7,15 +7,15 @@ Google -> Keras (checks against the float64 NumPy reference; exits 1 above toler
 Keras -> Google (writes bert_model.ckpt.* and bert_config.json, checks the bytes read back):
   python tools/convert_checkpoint.py --keras_model=model.keras --output=out/bert_model.ckpt
 
-Hugging Face -> Google (bert_config.json, vocab.txt, bert_model.ckpt.*, checkpoint, labels.txt;
-checked as Google -> Keras; prints the --do_lower_case the other tools need):
+Hugging Face -> Google (bert_config.json, vocab.txt, bert_model.ckpt.*, checkpoint, labels.txt,
+model_settings.json with the tokenizer's do_lower_case, which the other tools read; checked as
+Google -> Keras):
   python tools/convert_checkpoint.py --hf_model=hf_dir --output_dir=out
 
 Google -> Hugging Face (config.json, model.safetensors, vocab.txt, tokenizer_config.json,
 special_tokens_map.json):
   python tools/convert_checkpoint.py --bert_config_file=out/bert_config.json \
-      --init_checkpoint=out --vocab_file=out/vocab.txt --do_lower_case=true \
-      --hf_output_dir=hf_out [--labels_file=out/labels.txt]
+      --init_checkpoint=out --vocab_file=out/vocab.txt --hf_output_dir=hf_out [--labels_file=out/labels.txt]
 """
 
 from bert_tf import cli

@@ -14,7 +14,7 @@ from bert_tf import cli
 from bert_tf.options import define_flags, options_from_flags
 from bert_tf.tasks.pretraining.run import PretrainingOptions, run_pretraining
 
-define_flags(PretrainingOptions, omit=("vocab_file", "do_lower_case"))
+define_flags(PretrainingOptions, omit=("vocab_file", "do_lower_case", "force_do_lower_case"))
 
 
 def main(argv):

@@ -13,7 +13,7 @@ import os
 import keras
 import numpy as np
 
-from bert_tf import files
+from bert_tf import files, model_settings
 from bert_tf import labels as label_files
 from bert_tf.checkpoints import hf, reference
 from bert_tf.checkpoints.google import (
@@ -30,7 +30,7 @@ from bert_tf.checkpoints.pretrained import is_keras_file, load_keras_bert, open_
 from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.model_files import ModelFileOptions
 from bert_tf.modeling import BertModel, BertPretrainer
-from bert_tf.options import option, redefine
+from bert_tf.options import option
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +201,7 @@ def google_to_keras(bert_config_file, init_checkpoint, output=None, tolerance=DE
     )
     if output and verification.ok:
         save_keras(model, output)
+        model_settings.copy_settings(os.path.dirname(bert_config_file), os.path.dirname(output))
     return Conversion(model=model, load_report=report, verification=verification)
 
 
@@ -232,7 +233,9 @@ def keras_to_google(keras_model, output_checkpoint):
     """
     output_checkpoint = checkpoint_output_prefix(output_checkpoint)
     files.check_output_path(output_checkpoint, "--output")
+    source_dir = None
     if isinstance(keras_model, str):
+        source_dir = os.path.dirname(keras_model)
         keras_model = load_keras_bert(keras_model)
     foreign = [w.path for w in keras_model.weights if not w.path.startswith(("bert/", "cls/"))]
     if isinstance(keras_model, (BertModel, BertPretrainer)) and foreign:
@@ -252,6 +255,8 @@ def keras_to_google(keras_model, output_checkpoint):
     for weight in keras_model.weights:
         if checkpoint_value(weight).tobytes() != written[weight.path].tobytes():
             raise ValueError(f"{output_checkpoint}: {weight.path} did not read back identically")
+    if source_dir is not None:
+        model_settings.copy_settings(source_dir, os.path.dirname(output_checkpoint))
     return keras_model, output_checkpoint
 
 
@@ -279,8 +284,9 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
     """Converts an HF BERT directory to the original's files and checks them numerically.
 
     `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
-    (the original's names), the `checkpoint` state file, and `labels.txt` for a classifier or
-    tagger; all of them or, if anything fails or the check is above `tolerance`, none.
+    (the original's names), the `checkpoint` state file, `model_settings.json` (the tokenizer's
+    `do_lower_case`), and `labels.txt` for a classifier or tagger; all of them or, if anything
+    fails or the check is above `tolerance`, none.
 
     Args:
       hf_model: The HF model directory (`hf.read_hf_model`).
@@ -306,6 +312,7 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))
         hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
+        model_settings.write_settings(tmp, model_settings.ModelSettings(do_lower_case=model.do_lower_case))
         if model.labels is not None:
             hf.write_lines(os.path.join(tmp, label_files.LABELS_FILE), model.labels)
         conversion = google_to_keras(os.path.join(tmp, CONFIG_NAME), prefix, tolerance=tolerance, seed=seed)
@@ -336,7 +343,13 @@ def free_large_blocks_promptly():
 
 
 def google_to_hf(
-    bert_config_file, init_checkpoint, vocab_file, do_lower_case, hf_output_dir, labels_file=None
+    bert_config_file,
+    init_checkpoint,
+    vocab_file,
+    do_lower_case,
+    hf_output_dir,
+    labels_file=None,
+    force_do_lower_case=False,
 ):
     """Writes a Google checkpoint as an HF BERT directory (`hf.write_hf_model`).
 
@@ -348,10 +361,12 @@ def google_to_hf(
     Args:
       bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
         (`open_pretrained`); `init_checkpoint` is a Google checkpoint.
-      do_lower_case: The tokenizer's setting, written to `tokenizer_config.json`.
+      do_lower_case: The tokenizer's setting, written to `tokenizer_config.json` (None: the
+        model's recorded one, else its vocabulary's: `open_pretrained`).
       hf_output_dir: The directory to write; it must not exist, or be empty.
       labels_file: One label a line, in the head's order (a `labels.txt`); None looks beside
         the checkpoint.
+      force_do_lower_case: As `open_pretrained`'s.
 
     Returns:
       The `hf.HfModel` written (its `unused` lists the checkpoint's weights not written).
@@ -359,16 +374,16 @@ def google_to_hf(
     Raises:
       ValueError: Bad or missing input, naming the flag or file; nothing is written then.
     """
-    if not (bert_config_file and init_checkpoint and vocab_file) or do_lower_case is None:
-        raise ValueError(
-            "--hf_output_dir needs --bert_config_file, --init_checkpoint, --vocab_file and --do_lower_case"
-        )
+    if not (bert_config_file and init_checkpoint and vocab_file):
+        raise ValueError("--hf_output_dir needs --bert_config_file, --init_checkpoint and --vocab_file")
     if is_keras_file(init_checkpoint):
         raise ValueError(
             f"--init_checkpoint={init_checkpoint}: write a .keras model as a Google checkpoint first "
             "(--keras_model), then convert that"
         )
-    pretrained = open_pretrained(bert_config_file, vocab_file, do_lower_case, init_checkpoint)
+    pretrained = open_pretrained(
+        bert_config_file, vocab_file, do_lower_case, init_checkpoint, force_do_lower_case=force_do_lower_case
+    )
     prefix = resolve_checkpoint_prefix(init_checkpoint)
     reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
@@ -400,7 +415,7 @@ def google_to_hf(
         architecture=architecture,
         weights=weights,
         vocab=hf.read_vocab_tokens(vocab_file),
-        do_lower_case=do_lower_case,
+        do_lower_case=pretrained.do_lower_case,
         labels=labels,
         unused=sorted(set(names) - set(weights)),
         head=head,
@@ -429,7 +444,6 @@ class ConvertOptions(ModelFileOptions):
     hf_output_dir: str = option(
         None, "Write the Google checkpoint of --init_checkpoint as this Hugging Face directory."
     )
-    do_lower_case: bool = redefine(ModelFileOptions, "do_lower_case", default=None)
     labels_file: str = option(
         None,
         "With --hf_output_dir: the classifier's or tagger's labels, one a line in order (default: the "
@@ -444,8 +458,8 @@ def run_convert(options):
     Google -> Keras (`--init_checkpoint`): the load report, the parameter table and the numeric
     check against the float64 reference, then the output written. Keras -> Google
     (`--keras_model`): the checkpoint written and read back. HF -> Google (`--hf_model`): the
-    HF tensors not used, then as Google -> Keras, and the `--do_lower_case` the other tools
-    need. Google -> HF (`--hf_output_dir`): the weights not written, and the directory.
+    HF tensors not used, then as Google -> Keras, and the `--do_lower_case` recorded for the
+    other tools. Google -> HF (`--hf_output_dir`): the weights not written, and the directory.
 
     Returns:
       The exit status: 1 when the check is above tolerance, else 0.
@@ -464,6 +478,7 @@ def run_convert(options):
             options.do_lower_case,
             options.hf_output_dir,
             options.labels_file,
+            options.force_do_lower_case,
         )
         if model.unused:
             print(f"{len(model.unused)} checkpoint weights are not written: {', '.join(model.unused)}")
@@ -489,7 +504,7 @@ def run_convert(options):
         _print_check(imported.conversion, options.print_parameters)
         if not imported.written:
             return 1
-        print(f"Wrote {options.output_dir}. Give the other tools:")
+        print(f"Wrote {options.output_dir} (the other tools read its casing from model_settings.json):")
         print(f"--do_lower_case={str(model.do_lower_case).lower()}")
         return 0
     if not (options.bert_config_file and options.init_checkpoint):

@@ -17,12 +17,13 @@ loads a checkpoint of either kind into a model built from the config.
 
 import dataclasses
 import logging
+import os
 import zipfile
 
 import h5py
 import keras
 
-from bert_tf import errors, files
+from bert_tf import errors, files, model_settings
 from bert_tf.checkpoints import parameters
 from bert_tf.checkpoints.google import (
     POOLER_SCOPE,
@@ -34,7 +35,7 @@ from bert_tf.checkpoints.google import (
 )
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel, BertPretrainer
-from bert_tf.text import tokenization
+from bert_tf.text import casing, tokenization
 
 logger = logging.getLogger(__name__)
 
@@ -206,19 +207,29 @@ class Pretrained:
 
 
 def open_pretrained(
-    bert_config_file, vocab_file=None, do_lower_case=None, init_checkpoint=None, max_seq_length=None
+    bert_config_file,
+    vocab_file=None,
+    do_lower_case=None,
+    init_checkpoint=None,
+    max_seq_length=None,
+    force_do_lower_case=False,
 ):
     """Reads a pretrained model's config and checks its files together, before any work:
-    `do_lower_case` against a released checkpoint's name first, as the original does.
+    `do_lower_case` against a released checkpoint's name first, as the original does; with a
+    vocabulary, the casing last (`bert_tf.text.casing`: the flag, else the one recorded beside
+    the model, else the vocabulary's).
 
     Args:
       bert_config_file: The model's `bert_config.json`; None for a `.keras` `init_checkpoint`,
         whose own config is used (given, it must equal that one).
-      vocab_file: Its vocabulary, checked against `vocab_size` (None: no check).
-      do_lower_case: Whether the tokenizer lower-cases (None: the tool tokenizes nothing).
+      vocab_file: Its vocabulary, checked against `vocab_size` (None: no check, and the tool
+        tokenizes nothing: `do_lower_case` is kept as given).
+      do_lower_case: The `--do_lower_case` flag: True, False, or None where not given.
       init_checkpoint: Its weights (module docstring), or None (a model trained from scratch).
       max_seq_length: The sequence length the tool uses, checked against
         `max_position_embeddings` (None: no check).
+      force_do_lower_case: Take `do_lower_case` as given, unchecked against the record and the
+        vocabulary (`--force_do_lower_case`).
 
     Returns:
       A `Pretrained`.
@@ -259,12 +270,26 @@ def open_pretrained(
             check_vocab_and_length(config, vocab_file, max_seq_length)
         except ValueError as e:
             raise ValueError(f"--vocab_file/--max_seq_length: {e}") from None
+        do_lower_case = _resolve_casing(
+            bert_config_file, vocab_file, do_lower_case, init_checkpoint, force_do_lower_case
+        )
     elif max_seq_length is not None and max_seq_length > config.max_position_embeddings:
         raise ValueError(
             f"--max_seq_length={max_seq_length} is longer than the config's max_position_embeddings "
             f"({config.max_position_embeddings})"
         )
     return Pretrained(config, vocab_file, do_lower_case, init_checkpoint, keras_model)
+
+
+def _resolve_casing(bert_config_file, vocab_file, do_lower_case, init_checkpoint, force):
+    """`casing.resolve_do_lower_case` with the setting recorded in the model's directory."""
+    directory = model_settings.settings_directory(bert_config_file, init_checkpoint)
+    recorded = model_settings.read_settings(directory).do_lower_case if directory else None
+    record = os.path.join(directory, model_settings.SETTINGS_FILE) if directory else None
+    prefix = None
+    if init_checkpoint and not is_keras_file(init_checkpoint):
+        prefix = resolve_checkpoint_prefix(init_checkpoint)
+    return casing.resolve_do_lower_case(do_lower_case, vocab_file, recorded, record, prefix, force)
 
 
 def load_weights(model, init_checkpoint, strict=False, allow_unused=True):

@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from bert_tf import files
+from bert_tf import files, model_settings
 from bert_tf.checkpoints.converter import CHECKPOINT_NAME, CONFIG_NAME
 from bert_tf.checkpoints.google import (
     open_checkpoint,
@@ -92,10 +92,12 @@ def extend_vocab(
     corpus=None,
     max_new_tokens=None,
     mode="unused",
+    force_do_lower_case=False,
 ):
     """Adds tokens to a checkpoint's vocabulary and writes the model in `output_dir`:
     `vocab.txt`, `bert_config.json`, `bert_model.ckpt.*`, the `checkpoint` state file and
-    `added_tokens.txt` (the tokens added, one a line), all of them or, on any error, none.
+    `added_tokens.txt` (the tokens added, one a line) and `model_settings.json` (the model's,
+    with the casing used), all of them or, on any error, none.
 
     Args:
       bert_config_file, init_checkpoint, vocab_file, do_lower_case: The pretrained model
@@ -106,6 +108,7 @@ def extend_vocab(
         (`bert_tf.text.new_tokens.choose_new_tokens`).
       max_new_tokens: With `corpus`, the most tokens chosen.
       mode: "unused" (write over `[unusedN]` entries) or "append" (add rows).
+      force_do_lower_case: As `open_pretrained`'s.
 
     Returns:
       An `Extension`.
@@ -124,7 +127,11 @@ def extend_vocab(
         raise ValueError("--init_checkpoint: give a Google checkpoint (the one whose vocabulary is extended)")
     if not vocab_file:
         raise ValueError("--vocab_file is required")
-    pretrained = open_pretrained(bert_config_file, vocab_file, do_lower_case, init_checkpoint)
+    pretrained = open_pretrained(
+        bert_config_file, vocab_file, do_lower_case, init_checkpoint, force_do_lower_case=force_do_lower_case
+    )
+    do_lower_case = pretrained.do_lower_case
+    settings = model_settings.read_settings(model_settings.settings_directory(bert_config_file))
     config = pretrained.config
     tokenizer = pretrained.tokenizer()
     vocab_tokens = read_vocab_tokens(vocab_file)
@@ -172,6 +179,7 @@ def extend_vocab(
                 vocab_tokens.append(token)
         write_vocab(vocab_tokens, os.path.join(tmp, "vocab.txt"))
         write_vocab(tokens, os.path.join(tmp, ADDED_TOKENS_NAME))
+        model_settings.write_settings(tmp, dataclasses.replace(settings, do_lower_case=do_lower_case))
         files.finish_output_dir(tmp, output_dir)
     finally:
         if files.isdir(tmp):
@@ -212,7 +220,8 @@ class ExtendVocabOptions(ModelFileOptions):
     vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
     output_dir: str = option(
         None,
-        "The directory to write: vocab.txt, bert_config.json, bert_model.ckpt.*, added_tokens.txt.",
+        "The directory to write: vocab.txt, bert_config.json, bert_model.ckpt.*, added_tokens.txt, "
+        "model_settings.json.",
         required=True,
     )
     new_tokens: str = option(None, "A file of tokens to add, one a line.")
@@ -241,6 +250,7 @@ def run_extend_vocab(options):
         options.corpus,
         options.max_new_tokens,
         options.mode,
+        options.force_do_lower_case,
     )
     print(
         f"Added {len(extension.tokens):,} tokens (ids {extension.ids[0]}..{extension.ids[-1]}); "

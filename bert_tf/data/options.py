@@ -34,7 +34,18 @@ class PretrainingDataOptions:
     """The original's flags (and defaults) that decide the examples, and the word segmenter."""
 
     vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
-    do_lower_case: bool = redefine(ModelFileOptions, "do_lower_case")
+    do_lower_case: bool = redefine(
+        ModelFileOptions,
+        "do_lower_case",
+        help="Lower-case the input and strip accents: True for uncased models, False for cased ones "
+        "(default: inferred from --vocab_file, the original's True for an uncased one).",
+    )
+    force_do_lower_case: bool = redefine(
+        ModelFileOptions,
+        "force_do_lower_case",
+        help="Use --do_lower_case as given where --vocab_file's casing says otherwise "
+        "(docs/checkpoints.md, Casing).",
+    )
     do_whole_word_mask: bool = option(False, "Mask whole words instead of single WordPieces.")
     word_segmenter: str = option(
         NO_SEGMENTER,
@@ -69,6 +80,21 @@ class PretrainingDataOptions:
         for name in ("masked_lm_prob", "short_seq_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"--{name} must be in [0, 1], got {getattr(self, name)}")
+
+    def resolved(self):
+        """These options with `do_lower_case` decided and checked against the vocabulary
+        (`bert_tf.text.casing.resolve_do_lower_case`; a Google model's directory is not read:
+        this tool has only --vocab_file).
+
+        Raises:
+          ValueError: As `resolve_do_lower_case`.
+        """
+        from bert_tf.text.casing import resolve_do_lower_case
+
+        do_lower_case = resolve_do_lower_case(
+            self.do_lower_case, self.vocab_file, force=self.force_do_lower_case
+        )
+        return dataclasses.replace(self, do_lower_case=do_lower_case, force_do_lower_case=False)
 
     def log_warnings(self):
         """Warns about flags the original runs with but that likely miss what the user meant:

@@ -220,6 +220,7 @@ def create_pretraining_data(
         once every check has passed, before the work (`PretrainingDataOptions.log_warnings`).
     """
     options.validate()
+    options = options.resolved()
     if num_workers < 0:
         raise ValueError(f"--num_workers must be at least 0 (0: exact mode), got {num_workers}")
     if (num_workers or runner) and shard_size_mb <= 0:

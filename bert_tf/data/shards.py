@@ -76,6 +76,8 @@ class ShardMaker:
     """
 
     def __init__(self, options, exact=True):
+        if options.do_lower_case is None:  # options not from `create_pretraining_data`
+            options = options.resolved()
         self.options = options
         self.exact = exact
         self.tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)

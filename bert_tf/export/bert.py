@@ -76,6 +76,7 @@ def export_bert(
     doc_stride=None,
     window_batch_size=WINDOW_BATCH_SIZE,
     max_windowed_tokens=MAX_WINDOWED_TOKENS,
+    force_do_lower_case=False,
 ):
     """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example`, with
     heads `pretraining`, and with `doc_stride` `text_windowed`.
@@ -85,7 +86,8 @@ def export_bert(
         config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
         overwrite, text_tokens, doc_stride, window_batch_size, max_windowed_tokens: As
-        `export_saved_model`.
+        `export_saved_model` (`do_lower_case` None: resolved by `open_pretrained`).
+      force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
 
@@ -99,7 +101,9 @@ def export_bert(
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
     if not init_checkpoint:
         raise ValueError("--init_checkpoint is required")
-    pretrained = open_pretrained(bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length)
+    pretrained = open_pretrained(
+        bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length, force_do_lower_case
+    )
     check_version(export_dir, version, overwrite)
     model, report = pretrained.model(with_heads)
     encoder = model.bert if isinstance(model, BertPretrainer) else model
@@ -113,7 +117,7 @@ def export_bert(
         encoder,
         ENCODER_OUTPUTS,
         vocab_file,
-        do_lower_case,
+        pretrained.do_lower_case,
         max_seq_length,
         export_dir,
         extra_signatures=extra,
@@ -181,6 +185,7 @@ def run_export(options):
         doc_stride=options.doc_stride,
         window_batch_size=options.window_batch_size,
         max_windowed_tokens=options.max_windowed_tokens,
+        force_do_lower_case=options.force_do_lower_case,
     )
     if report is not None:
         print(report)

@@ -65,6 +65,25 @@ _CASED_MODELS = (
 )
 
 
+def released_model_casing(init_checkpoint):
+    """Whether the released Google checkpoint `init_checkpoint` names was lower-cased: True or
+    False for a checkpoint under a directory named like Google's releases
+    (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`), None for any other path.
+
+    Returns:
+      (the casing or None, the release's name or None).
+    """
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint or "")
+    if match is None:
+        return None, None
+    model_name = match.group(1)
+    if model_name in _LOWER_CASED_MODELS:
+        return True, model_name
+    if model_name in _CASED_MODELS:
+        return False, model_name
+    return None, model_name
+
+
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     """Raises if `do_lower_case` contradicts the name of a released Google checkpoint.
 
@@ -74,18 +93,10 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     Raises:
       ValueError: The flag and the checkpoint disagree; the message says which flag to pass.
     """
-    if not init_checkpoint:
+    wanted, model_name = released_model_casing(init_checkpoint)
+    if wanted is None or bool(do_lower_case) == wanted:
         return
-    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
-    if match is None:
-        return
-    model_name = match.group(1)
-    if model_name in _LOWER_CASED_MODELS and not do_lower_case:
-        kind, wanted = "lower-cased", True
-    elif model_name in _CASED_MODELS and do_lower_case:
-        kind, wanted = "cased", False
-    else:
-        return
+    kind = "lower-cased" if wanted else "cased"
     raise ValueError(
         f"--do_lower_case={do_lower_case} does not match --init_checkpoint={init_checkpoint}: "
         f"{model_name} is a {kind} model, so pass --do_lower_case={wanted} to tokenize as it "

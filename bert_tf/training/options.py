@@ -135,8 +135,10 @@ class FinetuningOptions(TrainingOptions):
 
     def validate(self):
         """Raises a ValueError naming the flag of an option that cannot work: in the original's
-        order, `--do_lower_case` against a released checkpoint's name first, then the rest."""
-        tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
+        order, `--do_lower_case` (where given) against a released checkpoint's name first, then
+        the rest."""
+        if self.do_lower_case is not None:
+            tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
         super().validate()
         if not (self.do_train or self.do_eval or self.do_predict):
             if not self.export_dir:

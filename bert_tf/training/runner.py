@@ -40,7 +40,7 @@ import logging
 import math
 import os
 
-from bert_tf import files
+from bert_tf import files, model_settings
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +91,13 @@ class Runner:
         options.validate()
         distribution = options.distribution()  # first: see the module docstring
         pretrained = options.open(init_checkpoint=options.init_checkpoint_read())
+        trained = model_settings.read_settings(options.output_dir).do_lower_case
+        if trained is not None and trained != pretrained.do_lower_case:
+            raise ValueError(
+                f"--output_dir: its model was trained with do_lower_case={str(trained).lower()} "
+                f"({os.path.join(options.output_dir, model_settings.SETTINGS_FILE)}), this run "
+                f"tokenizes with {str(pretrained.do_lower_case).lower()}: use another --output_dir"
+            )
         runner = cls(options, pretrained, distribution)
         for mode in ("train", "eval", "predict"):
             if getattr(options, f"do_{mode}"):
@@ -273,6 +280,15 @@ class Runner:
             )
         return num_train_steps
 
+    def record_settings(self):
+        """Writes the pretrained model's `model_settings.json` in `output_dir`, with the casing
+        this run tokenizes with, so that the model trained there carries it."""
+        options = self.options
+        source = model_settings.settings_directory(options.bert_config_file, options.init_checkpoint)
+        settings = model_settings.read_settings(source) if source else model_settings.ModelSettings()
+        settings = dataclasses.replace(settings, do_lower_case=self.pretrained.do_lower_case)
+        model_settings.write_settings(options.output_dir, settings)
+
     def train_records(self, task, train_file, name_to_features, num_examples):
         """Trains `task.model` on the records of `train_file` for the options' epochs, as the
         original's fine-tuning (`--num_train_epochs`, `--warmup_proportion`).
@@ -294,6 +310,8 @@ class Runner:
 
         options = self.options
         num_train_steps = self.num_train_steps(num_examples)
+        if self.distribution.is_chief:
+            self.record_settings()
         num_warmup_steps = warmup_steps(num_train_steps, options.warmup_proportion)
         logger.info(
             "***** Running training *****  examples %d, batch size %d, steps %d (warm-up %d)",

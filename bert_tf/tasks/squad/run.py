@@ -171,10 +171,11 @@ def run_squad(options):
             null_score_diff_threshold=options.null_score_diff_threshold,
             verbose_logging=options.verbose_logging,
         )
+        do_lower_case = runner.pretrained.do_lower_case
         if runner.distribution.is_chief:
-            results["predict"] = write_predictions(*arguments, options.do_lower_case, *outputs, **settings)[0]
+            results["predict"] = write_predictions(*arguments, do_lower_case, *outputs, **settings)[0]
         else:
-            results["predict"] = compute_predictions(*arguments, options.do_lower_case, **settings)[0]
+            results["predict"] = compute_predictions(*arguments, do_lower_case, **settings)[0]
     if options.do_eval:
         results["eval"] = evaluate_files(
             options.predict_file, prediction_file, version_2, null_odds_file if version_2 else None
