@@ -525,8 +525,8 @@ def test_keys_left_out_of_config_json_read_as_transformers_reads_them(name):
     directory = os.path.join(os.path.dirname(HF_TINY), "hf_defaults", name)
     expected = read_json(os.path.join(directory, "read.json"))
     assert "id2label" not in read_json(os.path.join(directory, "config.json"))
-    config, architecture, labels = hf.read_hf_config(directory)
-    assert architecture == "BertForSequenceClassification"
+    config, architecture, head, labels = hf.read_hf_config(directory)
+    assert architecture == "BertForSequenceClassification" and head.name == "classifier"
     assert labels == [expected["id2label"][str(i)] for i in range(len(expected["id2label"]))]
     assert config.hidden_act == hf.HF_ACTIVATIONS[expected["hidden_act"]]
     for key, value in config.to_dict().items():
