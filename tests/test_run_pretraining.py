@@ -1,8 +1,9 @@
 """tools/run_pretraining.py end to end: exact resume after kill -9, continuing to a larger total,
 the original's own checkpoint in --output_dir, a NaN stop, logs and TensorBoard, eval results,
-and bad input. A one-layer model of width 32 keeps each run to seconds.
+two workers and a lost one, and bad input. A one-layer model of width 32 keeps each run to seconds.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -145,10 +146,12 @@ runpy.run_path(tool, run_name="__main__")
 """
 
 
-def _run_signalled(signal_name, output_dir, args):
-    """The tool with `args` (`_args`), sending itself `signal_name` (`_SIGNALLED_TOOL`)."""
+def _run_signalled(signal_name, output_dir, args, env=None, server=tool_runs.TOOLS):
+    """The tool with `args` (`_args`), sending itself `signal_name` (`_SIGNALLED_TOOL`), `env`
+    added to this process's environment, forked from `server`."""
     script = [sys.executable, "-c", _SIGNALLED_TOOL, args[0], signal_name, str(output_dir), *args[1:]]
-    return tool_runs.run(script, cwd=REPO, timeout=600, server=tool_runs.TOOLS)
+    env = dict(os.environ, **(env or {}))
+    return tool_runs.run(script, cwd=REPO, env=env, timeout=600, server=server)
 
 
 def test_resume_after_kill_9_equals_an_uninterrupted_run(workdir, uninterrupted, caplog):
@@ -438,19 +441,92 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(workd
     assert all(np.isfinite(v).all() for v in _weights(latest).values())
 
 
-def test_the_tool_trains_under_multi_worker_mirrored(workdir):
-    """The strategy must exist before any TensorFlow op: the tool's input checks ran ops first
-    and the strategy then failed ("Collective ops must be configured at program startup"). One
-    worker here; tests/test_training_distribution.py runs two through the library."""
+# Two workers' runs: 9 steps, a checkpoint every 3.
+_TWO_WORKERS = dict(strategy="multi_worker_mirrored", save_checkpoints_steps=3, iterations_per_loop=3)
+
+
+def _two_workers(workdir, output_dir, kill_worker_1=False):
+    """The tool as two workers on localhost (`TF_CONFIG`, fresh ports) running at once, each forked
+    from a server of its own (a server forks one run at a time); with `kill_worker_1`, worker 1
+    kills itself (SIGKILL) once the first checkpoint is the latest.
+
+    Returns:
+      The workers' addresses and, for each worker, `(CompletedProcess, time.monotonic() at its end)`.
+    """
     from tests.test_training_distribution import _free_ports
 
-    worker = f"localhost:{_free_ports(1)[0]}"
-    cluster = {"cluster": {"worker": [worker]}, "task": {"type": "worker", "index": 0}}
-    output_dir = workdir / "multi_worker"
-    args = _args(workdir, output_dir, 2, strategy="multi_worker_mirrored", iterations_per_loop=2)
-    result = _run(args, env={"TF_CONFIG": json.dumps(cluster)})
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-2")
+    addresses = [f"localhost:{port}" for port in _free_ports(2)]
+    args = _args(workdir, output_dir, 9, **_TWO_WORKERS)
+
+    def worker(index, server):
+        tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+        env = {"TF_CONFIG": json.dumps(tf_config)}
+        if index == 1 and kill_worker_1:
+            result = _run_signalled("SIGKILL", output_dir, args, env=env, server=server)
+        else:
+            command = [sys.executable, *args]
+            result = tool_runs.run(command, cwd=REPO, env=dict(os.environ, **env), timeout=600, server=server)
+        return result, time.monotonic()
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(worker, 0, tool_runs.TOOLS), pool.submit(worker, 1, tool_runs.TENSORFLOW)]
+        return addresses, [run.result() for run in runs]
+
+
+@pytest.fixture(scope="module")
+def two_workers(workdir):
+    """The output directory of an uninterrupted run of two workers (`_two_workers`)."""
+    output_dir = workdir / "two_workers"
+    _, runs = _two_workers(workdir, output_dir)
+    for result, _ in runs:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir
+
+
+def test_the_tool_trains_under_multi_worker_mirrored(two_workers):
+    """The strategy must exist before any TensorFlow op: the tool's input checks ran ops first
+    and the strategy then failed ("Collective ops must be configured at program startup")."""
+    assert tf.train.latest_checkpoint(str(two_workers)).endswith("model.ckpt-9")
+    assert sorted(os.listdir(two_workers / "input_state")) == sorted(
+        f"model.ckpt-{step}.worker-{w}.{ext}"
+        for step in (3, 6, 9)
+        for w in (0, 1)
+        for ext in ("index", "data-00000-of-00001")
+    )
+
+
+def test_a_lost_worker_stops_the_other_with_one_line_and_the_rerun_is_exact(workdir, two_workers):
+    """Worker 1 killed (kill -9) once checkpoint 3 is the latest: worker 0 exits within 60 s, its
+    last line naming worker 1 and saying to rerun; both commands rerun (other ports) continue
+    from checkpoint 3 and end with the uninterrupted run's weights."""
+    output_dir = workdir / "lost_worker"
+    addresses, ((survivor, survivor_end), (killed, killed_end)) = _two_workers(
+        workdir, output_dir, kill_worker_1=True
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert survivor.returncode == 1, survivor.stderr[-3000:]
+    assert survivor_end - killed_end <= 60
+    last_line = survivor.stderr.splitlines()[-1]
+    assert re.fullmatch(
+        re.escape(f"error: worker 1 (/job:worker/replica:0/task:1, {addresses[1]}) was lost (")
+        + r"[^()]+"
+        + re.escape(
+            "): this worker stopped too. Rerun the same command on every worker, the lost one "
+            f"included: training continues from {output_dir / 'model.ckpt-3'}"
+        ),
+        last_line,
+    ), last_line
+
+    _, reruns = _two_workers(workdir, output_dir)
+    for result, _ in reruns:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert f"Resuming from {output_dir / 'model.ckpt-3'} (step 3)" in result.stderr
+        assert "Resumed the input where" in result.stderr
+    resumed = _weights(str(output_dir / "model.ckpt-9"))
+    straight = _weights(str(two_workers / "model.ckpt-9"))
+    assert resumed.keys() == straight.keys()
+    for name, value in straight.items():
+        np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-6, err_msg=name)
 
 
 def test_eval_results_are_the_originals_metrics(workdir, fixtures_dir):

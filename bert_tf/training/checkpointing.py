@@ -11,7 +11,9 @@ included), the state of dropout's seed generators and the dynamic loss scale.
 
 A checkpoint becomes the latest only when the state file names it, and the state file is
 rewritten (atomically) after every file of the checkpoint is in place: a process killed at any
-moment leaves `tf.train.latest_checkpoint` naming a complete checkpoint (or none).
+moment leaves `tf.train.latest_checkpoint` naming a complete checkpoint (or none). Every worker's
+input state is written before the chief writes the model checkpoint, so a `model.ckpt-<step>.index`
+(which `latest_checkpoint` falls back on without a state file) has every worker's state beside it.
 """
 
 import json
@@ -119,8 +121,9 @@ class TrainingCheckpoints:
         same (an iterator cannot take the position of another pipeline).
       worker_index: This worker's index (its input state file).
       is_chief: Whether this worker writes the model checkpoint and the state file.
-      barrier: Called between the per-worker writes and the chief's state-file update, so
-        that every worker's input state exists before the checkpoint is named latest.
+      barrier: Called between the per-worker input states and the chief's model checkpoint,
+        so that every worker's input state exists before the checkpoint does, and again once the
+        checkpoint is named latest, so that no worker returns before.
     """
 
     def __init__(
@@ -164,14 +167,13 @@ class TrainingCheckpoints:
         return tensors
 
     def save(self, step):
-        """Writes `model.ckpt-<step>` (chief) and this worker's input state, then names it latest.
+        """Writes this worker's input state, then (chief) `model.ckpt-<step>` once every worker's
+        is written, and names it latest.
 
         Returns:
           The checkpoint prefix.
         """
         prefix = os.path.join(self.directory, f"{CHECKPOINT_NAME}-{step}")
-        if self.is_chief:
-            write_checkpoint(prefix, self._named_tensors(step))
         if self.input_state:
             state_prefix = self._input_state_prefix(prefix)
             makedirs(os.path.dirname(state_prefix))
@@ -183,7 +185,9 @@ class TrainingCheckpoints:
                 rename(path, state_prefix + path[len(written) :])
         self.barrier()
         if self.is_chief:
+            write_checkpoint(prefix, self._named_tensors(step))
             self._update_state_file(prefix)
+        self.barrier()  # no worker goes on (to an evaluation, say) before the checkpoint is the latest
         return prefix
 
     def _update_state_file(self, prefix):

@@ -9,11 +9,19 @@
 
 Each worker reads its own share of the input through one tf.data pipeline and splits its batch
 among its local replicas (`bert_tf.training.step.local_replica_batches`).
+
+A worker that stops (its process killed, its machine gone) fails the others' next collective op
+within seconds: a reset connection, or the strategy's health check (a peer that stopped answering
+for about a minute). `Distribution.lost_worker_stops` turns that op's error, a page of graph
+trace, into a `LostWorker` naming the worker TensorFlow names (the remote task it was talking to,
+or the cluster's other member when there are two).
 """
 
+import contextlib
 import dataclasses
 import logging
 import os
+import re
 
 import tensorflow as tf
 
@@ -22,6 +30,25 @@ from bert_tf import errors
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
+
+# What TensorFlow's errors say when a collective op lost its peer: the collective executor's
+# abort, the health check's, or gRPC's own failure to reach a task.
+_PEER_LOST = re.compile(
+    r"Collective ops is aborted|cluster check alive failed|Error received from peer|"
+    r"failed to connect to all addresses|Connection reset by peer|Socket closed"
+)
+# A task as TensorFlow names it: `/job:worker/replica:0/task:1`.
+_TASK_NAME = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
+# The cause, as gRPC or the health check put it.
+_PEER_CAUSE = re.compile(
+    r'grpc_message:"([^"]+)"|(cluster check alive failed, \S+ is down)|'
+    r"Collective ops is aborted by: ([^\n]+?)(?: Additional GRPC|\n|$)"
+)
+
+
+class LostWorker(errors.JobError):
+    """Another worker of the run stopped (its process died, its machine went away): this one's
+    collective ops cannot go on, and every worker has to be started again."""
 
 
 @dataclasses.dataclass
@@ -64,6 +91,51 @@ class Distribution:
             ones = self.strategy.run(lambda: tf.constant(1.0))
             self.strategy.reduce(tf.distribute.ReduceOp.SUM, ones, axis=None)
 
+    @contextlib.contextmanager
+    def lost_worker_stops(self, rerun):
+        """A context in which a collective op failed by a lost worker raises `LostWorker`.
+
+        Args:
+          rerun: Returns what rerunning the workers' commands does (e.g. which checkpoint
+            training continues from), for the end of the message; called when a worker is lost.
+
+        Raises:
+          LostWorker: Several workers, and a TensorFlow error says a peer was lost; the one-line
+            message names the worker (index, TensorFlow's task name and address) where the error
+            names it, else the cluster's members, and says to rerun every worker's command.
+        """
+        try:
+            yield
+        except tf.errors.OpError as e:
+            if self.num_workers == 1 or not _PEER_LOST.search(e.message):
+                raise
+            raise LostWorker(
+                f"{self._lost_worker_named(e.message)} was lost ({_peer_cause(e.message)}): this worker "
+                f"stopped too. Rerun the same command on every worker, the lost one included: {rerun()}"
+            ) from None
+
+    def _lost_worker_named(self, message):
+        """'worker 1 (/job:worker/replica:0/task:1, localhost:2223)' for the task other than this
+        one that `message` names (the only other one of two workers where it names none), else
+        'a worker (one of ...)'."""
+        resolver = self.strategy.cluster_resolver
+        spec = resolver.cluster_spec()
+        own = (resolver.task_type, resolver.task_id)
+        jobs = [job for job in ("chief", "worker") if job in spec.jobs]  # not an `evaluator`
+        members = [(job, task) for job in jobs for task in spec.task_indices(job)]
+        others = [member for member in members if member != own]
+        named = {(job, int(task)) for job, task in _TASK_NAME.findall(message)} - {own}
+        named = [member for member in others if member in named] or (others if len(others) == 1 else [])
+
+        def describe(member):
+            job, task = member
+            name = f"/job:{job}/replica:0/task:{task}"
+            return f"worker {_worker_index(spec, job, task)} ({name}, {spec.task_address(job, task)})"
+
+        if len(named) == 1:
+            return describe(named[0])
+        return f"a worker (one of {', '.join(describe(member) for member in named or others)})"
+
     def check_batch_size(self, flag, batch_size, multiple_of=1):
         """Raises a ValueError unless `batch_size` divides into replicas (and micro-batches)."""
         divisor = self.num_replicas * multiple_of
@@ -74,14 +146,25 @@ class Distribution:
             raise ValueError(f"--{flag}={batch_size} is not a positive multiple of {divisor} ({what})")
 
 
-def _multi_worker_position(resolver):
-    """(num_workers, worker_index) from a cluster resolver; a `chief` task counts as worker 0."""
-    spec = resolver.cluster_spec()
+def _peer_cause(message):
+    """The cause of a lost peer in TensorFlow's `message` ("recvmsg:Connection reset by peer"),
+    or "its collective ops failed"."""
+    match = _PEER_CAUSE.search(message)
+    return next((group for group in match.groups() if group), None) if match else "its collective ops failed"
+
+
+def _worker_index(spec, task_type, task_id):
+    """The worker index of a task of cluster `spec`: a `chief` task is worker 0, the `worker`
+    tasks follow it."""
     chiefs = spec.num_tasks("chief") if "chief" in spec.jobs else 0
-    workers = spec.num_tasks("worker") if "worker" in spec.jobs else 0
-    if resolver.task_type == "chief":
-        return chiefs + workers, 0
-    return chiefs + workers, chiefs + resolver.task_id
+    return 0 if task_type == "chief" else chiefs + task_id
+
+
+def _multi_worker_position(resolver):
+    """(num_workers, worker_index) from a cluster resolver."""
+    spec = resolver.cluster_spec()
+    num_workers = sum(spec.num_tasks(job) for job in ("chief", "worker") if job in spec.jobs)
+    return num_workers, _worker_index(spec, resolver.task_type, resolver.task_id)
 
 
 def create_distribution(

@@ -12,7 +12,8 @@ and at the end, and stops with a one-line error naming the step if a loss is not
 last checkpoint on disk stays the latest). Running again with a larger `num_train_steps`
 continues to the new total, as the original's Estimator does. SIGTERM or SIGINT ends a
 single-worker run after the step in progress, with a checkpoint of that step
-(`bert_tf.training.interruption`).
+(`bert_tf.training.interruption`). With several workers, a lost worker stops the others with a
+one-line error naming it (`bert_tf.training.distribution.LostWorker`).
 """
 
 import dataclasses
@@ -228,6 +229,8 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
 
     Raises:
       TrainingStopped: A loss or gradient was not finite; the message names the step.
+      LostWorker: Another worker stopped; the message names it and the checkpoint a rerun
+        continues from.
       ValueError: `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS` is set (`check_weights_can_change`).
     """
     check_weights_can_change()
@@ -286,7 +289,16 @@ def train(task, optimizer, distribution, dataset, config, loss_scale=None, input
     )
     saved_step = step
     pace = _Pace(adaptive=distribution.num_workers == 1)
-    with StopOnSignal(step_fn.stop_requested, enabled=distribution.num_workers == 1) as stop:
+
+    def continues_from():
+        # Read again: a worker past the save's barrier may not see the chief's checkpoint.
+        found = checkpoints.latest()
+        return f"training continues from {found}" if found else "training starts again from step 0"
+
+    with (
+        distribution.lost_worker_stops(continues_from),
+        StopOnSignal(step_fn.stop_requested, enabled=distribution.num_workers == 1) as stop,
+    ):
         while step < config.num_train_steps and stop.signum is None:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
             block_end = min(step + config.iterations_per_loop, config.num_train_steps, next_save)
@@ -422,14 +434,18 @@ def evaluate(
 
     Returns:
       `{"global_step": int, "loss": float, <task metrics>: float}`.
+
+    Raises:
+      LostWorker: Another worker stopped (the message names it).
     """
     global_step = restore_for_inference(task.model, output_dir, init_checkpoint)
     eval_step = EvalStep(task, distribution.strategy, distribution.num_local_replicas)
     logger.info("Evaluating %d batches", max_eval_steps)
-    with StopOnSignal(eval_step.stop_requested, enabled=distribution.num_workers == 1) as stop:
-        eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
-    stop.exit_if_stopped("evaluation stopped before its end; no results were written")
-    results = dict(eval_step.metrics.result(), global_step=global_step)
+    with distribution.lost_worker_stops(lambda: "the evaluation starts again"):
+        with StopOnSignal(eval_step.stop_requested, enabled=distribution.num_workers == 1) as stop:
+            eval_step.evaluate(iter(dataset), tf.constant(max_eval_steps, tf.int32))
+        stop.exit_if_stopped("evaluation stopped before its end; no results were written")
+        results = dict(eval_step.metrics.result(), global_step=global_step)
     if results_file and distribution.is_chief:
         write_eval_results(results, os.path.join(output_dir, results_file))
         write_eval_scalars(results, output_dir)
