@@ -1,8 +1,9 @@
 r"""Fine-tunes BERT for sentence (pair) classification: the original's run_classifier.py.
 
-The original's flags (--task_name cola, mnli, mrpc or xnli, case-insensitive), plus tsv/csv for
-your own files, --export_dir, and the trainer's --strategy, --mixed_precision, --jit_compile,
---seed, --keep_checkpoint_max; --task_name=swag (SWAG's CSVs) or multiple_choice (yours, with
+The original's flags (--task_name cola, mnli, mrpc or xnli, case-insensitive), plus every other
+GLUE task by name (sst2, qqp, stsb, qnli, rte, wnli, mnli-mm), tsv/csv for your own files,
+--export_dir, and the trainer's --strategy, --mixed_precision, --jit_compile, --seed,
+--keep_checkpoint_max; --task_name=swag (SWAG's CSVs) or multiple_choice (yours, with
 --ending_columns) fine-tunes a multiple-choice model instead:
   python tools/run_classifier.py --task_name=MRPC --do_train --do_eval --data_dir=$GLUE_DIR/MRPC \
       --vocab_file=$BERT_BASE_DIR/vocab.txt --bert_config_file=$BERT_BASE_DIR/bert_config.json \
@@ -12,19 +13,14 @@ your own files, --export_dir, and the trainer's --strategy, --mixed_precision, -
 
 from bert_tf import cli
 from bert_tf.options import define_flags, options_from_flags
-from bert_tf.tasks.classifier.run import ClassifierOptions, run_classifier
-from bert_tf.tasks.multiple_choice.run import MultipleChoiceOptions, is_multiple_choice, run_multiple_choice
+from bert_tf.tasks.multiple_choice.run import MultipleChoiceOptions, run_classifier_tool
 
 define_flags(MultipleChoiceOptions)
 
 
 def main(argv):
     del argv
-    options = options_from_flags(MultipleChoiceOptions)
-    if is_multiple_choice(options.task_name):
-        run_multiple_choice(options)
-    else:
-        run_classifier(options_from_flags(ClassifierOptions))
+    run_classifier_tool(options_from_flags(MultipleChoiceOptions))
 
 
 if __name__ == "__main__":

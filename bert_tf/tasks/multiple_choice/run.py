@@ -15,7 +15,7 @@ import os
 from bert_tf.export.finetuned import export_finetuned
 from bert_tf.modeling import BertMultipleChoice
 from bert_tf.options import option, redefine
-from bert_tf.tasks.classifier.run import TEST_RESULTS, ClassifierOptions, write_test_results
+from bert_tf.tasks.classifier.run import TEST_RESULTS, ClassifierOptions, run_classifier, write_test_results
 from bert_tf.tasks.multiple_choice.data import name_to_features, read_examples, task_files, write_examples
 from bert_tf.tasks.multiple_choice.task import MultipleChoiceTask
 from bert_tf.training.runner import Runner
@@ -33,8 +33,8 @@ class MultipleChoiceOptions(ClassifierOptions):
     task_name: str = redefine(
         ClassifierOptions,
         "task_name",
-        help="The task: cola, mnli, mrpc, xnli (the original's), tsv/csv, or swag/multiple_choice "
-        "(multiple choice: SWAG's CSVs, or yours).",
+        help=ClassifierOptions.__dataclass_fields__["task_name"].metadata["help"].rstrip(".")
+        + "; or swag/multiple_choice (multiple choice: SWAG's CSVs, or yours).",
     )
     ending_columns: str = option(
         None,
@@ -117,3 +117,18 @@ def run_multiple_choice(options):
                 model, runner.pretrained, options.max_seq_length, options.export_dir
             )
     return results
+
+
+def run_classifier_tool(options):
+    """The job of `tools/run_classifier.py`: `run_multiple_choice` for `--task_name=swag` or
+    `multiple_choice`, else the original's `run_classifier` (`bert_tf.tasks.classifier.run`).
+
+    Args:
+      options: `MultipleChoiceOptions` (the classifier's, and `--ending_columns`).
+
+    Returns:
+      The job's results.
+    """
+    if is_multiple_choice(options.task_name):
+        return run_multiple_choice(options)
+    return run_classifier(options)
