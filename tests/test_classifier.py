@@ -457,7 +457,11 @@ def test_the_flag_checks_come_in_the_originals_order(tmp_path):
     already an error, but with two of them the first message named the later one."""
     cased = str(tmp_path / "cased_L-12_H-768_A-12" / "bert_model.ckpt")
     with pytest.raises(ValueError, match=r"^--do_lower_case=True does not match"):
-        run_classifier(_options(tmp_path, DEMO, init_checkpoint=cased, do_train=False, task_name="nope"))
+        run_classifier(
+            _options(
+                tmp_path, DEMO, init_checkpoint=cased, do_lower_case=True, do_train=False, task_name="nope"
+            )
+        )
     with pytest.raises(ValueError, match=r"^at least one of --do_train"):
         run_classifier(_options(tmp_path, DEMO, do_train=False, task_name="nope"))
     assert not (tmp_path / "out").exists()

@@ -328,7 +328,7 @@ TOOL_OPTIONS = {
     "extend_vocab.py": ("bert_tf.checkpoints.vocab_extension", "ExtendVocabOptions", ("max_seq_length",)),
     "extract_features.py": ("bert_tf.tasks.features.run", "FeaturesOptions", ()),
     "query_saved_model.py": ("bert_tf.export.query", "QueryOptions", ()),
-    "run_classifier.py": ("bert_tf.tasks.classifier.run", "ClassifierOptions", ()),
+    "run_classifier.py": ("bert_tf.tasks.multiple_choice.run", "MultipleChoiceOptions", ()),
     "run_pretraining.py": (
         "bert_tf.tasks.pretraining.run",
         "PretrainingOptions",

@@ -61,7 +61,7 @@ def test_options_are_checked_before_anything_is_written(tmp_path, fixtures_dir):
         (dict(do_eval=False), "at least one of --do_train, --do_eval or --do_predict"),
         (dict(max_seq_length=513), r"--max_seq_length.*max_position_embeddings \(512\)"),
         (dict(vocab_file=_larger_vocab(tmp_path)), r"--vocab_file.*the vocabulary has 30523 tokens"),
-        (dict(init_checkpoint="cased_L-12_H-768_A-12/bert_model.ckpt"), "do_lower_case"),
+        (dict(init_checkpoint="cased_L-12_H-768_A-12/bert_model.ckpt", do_lower_case=True), "do_lower_case"),
         (dict(export_dir=str(a_file)), r"^--export_dir: .*/a_file is a file, not a directory$"),
     ):
         with pytest.raises(ValueError, match=message):
