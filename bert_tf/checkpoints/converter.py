@@ -29,6 +29,7 @@ from bert_tf.checkpoints.google import (
 from bert_tf.checkpoints.pretrained import is_keras_file, load_keras_bert, open_pretrained
 from bert_tf.config import ORIGINAL_ACTIVATIONS, BertConfig
 from bert_tf.model_files import ModelFileOptions
+from bert_tf.model_settings import ModelSettings, read_settings, settings_directory, write_settings
 from bert_tf.modeling import BertModel, BertPretrainer
 from bert_tf.options import option, redefine
 
@@ -279,8 +280,10 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
     """Converts an HF BERT directory to the original's files and checks them numerically.
 
     `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
-    (the original's names), the `checkpoint` state file, and `labels.txt` for a classifier or
-    tagger; all of them or, if anything fails or the check is above `tolerance`, none.
+    (the original's names), the `checkpoint` state file, `labels.txt` for a classifier or
+    tagger, and `model_settings.json` with the pooling and normalisation of a sentence encoder
+    (sentence-transformers' modules); all of them or, if anything fails or the check is above
+    `tolerance`, none.
 
     Args:
       hf_model: The HF model directory (`hf.read_hf_model`).
@@ -308,6 +311,7 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
         if model.labels is not None:
             hf.write_lines(os.path.join(tmp, label_files.LABELS_FILE), model.labels)
+        write_settings(tmp, ModelSettings(pooling=model.pooling, normalize=model.normalize))
         conversion = google_to_keras(os.path.join(tmp, CONFIG_NAME), prefix, tolerance=tolerance, seed=seed)
         # The report names the files where they will be.
         conversion.load_report.checkpoint = os.path.join(output_dir, CHECKPOINT_NAME)
@@ -343,7 +347,8 @@ def google_to_hf(
     The architecture follows the checkpoint's head (`hf.architecture_of`); a classifier's or
     tagger's labels are `labels_file`'s, else those of the `labels.txt` beside the checkpoint
     (in its directory: the `--output_dir` of the run that trained it, or a converted HF model's
-    directory), else HF's defaults (`LABEL_0`, ...).
+    directory), else HF's defaults (`LABEL_0`, ...). A pooling recorded in the `model_settings.json`
+    beside `bert_config_file` is written as sentence-transformers' modules.
 
     Args:
       bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
@@ -395,6 +400,7 @@ def google_to_hf(
             )
     elif labels_file:
         raise ValueError(f"--labels_file: the checkpoint's model, a {architecture}, has no labels")
+    settings = read_settings(settings_directory(bert_config_file, init_checkpoint))
     model = hf.HfModel(
         config=pretrained.config,
         architecture=architecture,
@@ -404,6 +410,8 @@ def google_to_hf(
         labels=labels,
         unused=sorted(set(names) - set(weights)),
         head=head,
+        pooling=settings.pooling,
+        normalize=settings.normalize,
     )
     hf.write_hf_model(model, hf_output_dir)
     return model
@@ -489,6 +497,9 @@ def run_convert(options):
         _print_check(imported.conversion, options.print_parameters)
         if not imported.written:
             return 1
+        if model.pooling is not None:
+            normalized = ", normalized" if model.normalize else ""
+            print(f"Sentence vector: {model.pooling} pooling{normalized} (recorded in model_settings.json).")
         print(f"Wrote {options.output_dir}. Give the other tools:")
         print(f"--do_lower_case={str(model.do_lower_case).lower()}")
         return 0
