@@ -101,18 +101,21 @@ class BertSentenceEncoder(BertConfigured, keras.Model):
     Outputs: `BertModel`'s, plus float32 `sentence_embedding` [batch, H].
     """
 
-    def __init__(self, config, pooling="mean", normalize=False, name="bert_sentence_encoder", **kwargs):
+    def __init__(
+        self, config, pooling="mean", normalize=False, bert=None, name="bert_sentence_encoder", **kwargs
+    ):
         """Args:
         config: A `BertConfig` (or its dict).
         pooling: One of `POOLINGS`.
         normalize: Scale each vector to unit L2 norm.
+        bert: A `BertModel` of `config` to pool (its weights shared), or None for a new one.
         name: The model's name (no variable path includes it).
 
         Raises:
           ValueError: An unknown `pooling`.
         """
         super().__init__(config, name=name, **kwargs)
-        self.bert = BertModel(self.config, dtype=self.dtype_policy)
+        self.bert = bert if bert is not None else BertModel(self.config, dtype=self.dtype_policy)
         self.sentence_pooling = SentencePooling(pooling, normalize)
         self.built = True
 
