@@ -214,3 +214,20 @@ def test_modules_bert_tf_does_not_compute_are_not_recorded(tmp_path, caplog):
     assert "the modules Transformer, Pooling, Dense make the sentence vector" in caplog.text
     # hf_tiny's model lists no Pooling module (its 1_Pooling/ is not loaded).
     assert hf.read_sentence_modules(HF_TINY_MODEL) == (None, None)
+
+
+def test_bad_modules_and_export_flags_are_one_line_naming_them(tmp_path):
+    broken = sentence_transformers_layout(str(tmp_path / "broken"), {"pooling_mode": "mean"})
+    with open(os.path.join(broken, "modules.json"), "w", encoding="utf-8") as f:
+        f.write("[{")
+    with pytest.raises(ValueError, match=r"broken/modules\.json: not valid JSON"):
+        hf.read_sentence_modules(broken)
+    from bert_tf.export.bert import export_bert
+
+    common = (mf.GOOGLE_TINY_CKPT, mf.GOOGLE_TINY_CONFIG, VOCAB, True, 16, str(tmp_path / "export"))
+    with pytest.raises(ValueError, match=r"--pooling: expected one of cls, mean, max, mean_sqrt_len_tokens"):
+        export_bert(*common, pooling="sum")
+    # google_tiny records no pooling.
+    with pytest.raises(ValueError, match=r"--normalize needs --pooling \(the model records no pooling\)"):
+        export_bert(*common, normalize=True)
+    assert not (tmp_path / "export").exists()
