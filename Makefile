@@ -58,6 +58,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: install $(VENV)/.bench-installed
 	$(PY) benchmarks/tokenizer_bench.py
 	$(PY) benchmarks/serving_bench.py --offsets
+	$(PY) benchmarks/sentence_embedding_bench.py
 	$(PY) benchmarks/pretraining_data_bench.py
 	$(PY) benchmarks/chinese_wwm_bench.py
 	$(PY) benchmarks/cpu_bench.py

@@ -25,7 +25,12 @@ setup(
         # `make demo` draws the pretraining loss curve; the package itself does not need it.
         "demo": ["matplotlib==3.11.2"],
         # `make bench`: the peers the benchmarks compare against (never imported by bert_tf).
-        "bench": ["keras-hub==0.32.0", "torch==2.13.0", "transformers==5.23.0"],
+        "bench": [
+            "keras-hub==0.32.0",
+            "torch==2.13.0",
+            "transformers==5.23.0",
+            "sentence-transformers==6.2.0",
+        ],
         # `--runner=...`: scale mode on Apache Beam (DirectRunner, Dataflow, Flink, Spark). Beam
         # 2.77 needs protobuf < 7, so beside TensorFlow 2.21 (>= 6.31.1) pip settles on 6.33.
         # google-crc32c: Beam's TFRecord sink checksums each record 10x faster than with crcmod.

@@ -10,6 +10,7 @@ _EXPORTS = {
     "BertConfig": "bert_tf.config",
     "BertModel": "bert_tf.modeling",
     "BertPretrainer": "bert_tf.modeling",
+    "BertSentenceEncoder": "bert_tf.modeling",
     "masked_lm_loss": "bert_tf.modeling",
     "next_sentence_loss": "bert_tf.modeling",
     "LoadReport": "bert_tf.checkpoints",

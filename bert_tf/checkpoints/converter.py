@@ -285,8 +285,9 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
 
     `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
     (the original's names), the `checkpoint` state file, `model_settings.json` (the tokenizer's
-    `do_lower_case`), and `labels.txt` for a classifier or tagger; all of them or, if anything
-    fails or the check is above `tolerance`, none.
+    `do_lower_case`, and the pooling and normalisation of a sentence encoder: sentence-transformers'
+    modules), and `labels.txt` for a classifier or tagger; all of them or, if anything fails or
+    the check is above `tolerance`, none.
 
     Args:
       hf_model: The HF model directory (`hf.read_hf_model`).
@@ -312,7 +313,8 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))
         hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
-        model_settings.write_settings(tmp, model_settings.ModelSettings(do_lower_case=model.do_lower_case))
+        settings = model_settings.ModelSettings(model.do_lower_case, model.pooling, model.normalize)
+        model_settings.write_settings(tmp, settings)
         if model.labels is not None:
             hf.write_lines(os.path.join(tmp, label_files.LABELS_FILE), model.labels)
         conversion = google_to_keras(os.path.join(tmp, CONFIG_NAME), prefix, tolerance=tolerance, seed=seed)
@@ -356,7 +358,8 @@ def google_to_hf(
     The architecture follows the checkpoint's head (`hf.architecture_of`); a classifier's or
     tagger's labels are `labels_file`'s, else those of the `labels.txt` beside the checkpoint
     (in its directory: the `--output_dir` of the run that trained it, or a converted HF model's
-    directory), else HF's defaults (`LABEL_0`, ...).
+    directory), else HF's defaults (`LABEL_0`, ...). A pooling recorded in the `model_settings.json`
+    beside `bert_config_file` is written as sentence-transformers' modules.
 
     Args:
       bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
@@ -410,6 +413,9 @@ def google_to_hf(
             )
     elif labels_file:
         raise ValueError(f"--labels_file: the checkpoint's model, a {architecture}, has no labels")
+    settings = model_settings.read_settings(
+        model_settings.settings_directory(bert_config_file, init_checkpoint)
+    )
     model = hf.HfModel(
         config=pretrained.config,
         architecture=architecture,
@@ -419,6 +425,8 @@ def google_to_hf(
         labels=labels,
         unused=sorted(set(names) - set(weights)),
         head=head,
+        pooling=settings.pooling,
+        normalize=settings.normalize,
     )
     hf.write_hf_model(model, hf_output_dir)
     return model
@@ -504,6 +512,9 @@ def run_convert(options):
         _print_check(imported.conversion, options.print_parameters)
         if not imported.written:
             return 1
+        if model.pooling is not None:
+            normalized = ", normalized" if model.normalize else ""
+            print(f"Sentence vector: {model.pooling} pooling{normalized} (recorded in model_settings.json).")
         print(f"Wrote {options.output_dir} (the other tools read its casing from model_settings.json):")
         print(f"--do_lower_case={str(model.do_lower_case).lower()}")
         return 0

@@ -5,7 +5,8 @@ the weights under the original's names, the tokenizer's settings and the labels;
 A directory is read as transformers writes it: `config.json`; `model.safetensors`, or its
 shards listed by `model.safetensors.index.json` (`pytorch_model.bin` only through torch, when
 it is installed, unpickled with `weights_only=True`); `vocab.txt`, or `tokenizer.json`'s
-WordPiece vocabulary; `tokenizer_config.json`. Other files are not read.
+WordPiece vocabulary; `tokenizer_config.json`; sentence-transformers' `modules.json` and the
+`Pooling` module it lists (`read_sentence_modules`). Other files are not read.
 
 Names: HF's `bert.encoder.layer.0.attention.self.query.weight` is the original's
 `bert/encoder/layer_0/attention/self/query/kernel`, transposed (a torch `Linear` holds
@@ -172,6 +173,8 @@ class HfModel:
       labels: The task head's labels in id order (`id2label`), or None.
       unused: HF tensors not converted (e.g. `embeddings.position_ids`), sorted.
       head: The fine-tuning `Head` (`bert_tf.modeling.head_table`), or None.
+      pooling: The sentence vector's pooling of the last layer (`read_sentence_modules`), or None.
+      normalize: Whether the sentence vector is scaled to unit length, or None.
     """
 
     config: BertConfig
@@ -182,6 +185,8 @@ class HfModel:
     labels: list = None
     unused: list = dataclasses.field(default_factory=list)
     head: object = None
+    pooling: str = None
+    normalize: bool = None
 
 
 def _read_json(path):
@@ -503,7 +508,10 @@ def read_hf_model(directory):
             raise ValueError(
                 f"{directory}: the {head.hf_module} of a {head.name} has {width} outputs, not {head.width}"
             )
-    return HfModel(config, architecture, weights, vocab, do_lower_case, labels, unused, head)
+    pooling, normalize = read_sentence_modules(directory)
+    return HfModel(
+        config, architecture, weights, vocab, do_lower_case, labels, unused, head, pooling, normalize
+    )
 
 
 def architecture_of(shapes):
@@ -616,8 +624,116 @@ def write_hf_model(model, directory):
         }
         _write_text(os.path.join(tmp, TOKENIZER_CONFIG_FILE), json.dumps(tokenizer_config, indent=2) + "\n")
         _write_text(os.path.join(tmp, SPECIAL_TOKENS_FILE), json.dumps(special, indent=2) + "\n")
+        if model.pooling is not None:
+            _write_sentence_modules(model, tmp)
         files.finish_output_dir(tmp, directory)
     finally:
         if files.isdir(tmp):
             files.remove_tree(tmp)
     return written
+
+
+# sentence-transformers' layout beside the transformer's files: `modules.json` lists the modules
+# in order, each in its folder; a `Pooling` module's `config.json` names its mode ("pooling_mode",
+# or one true `pooling_mode_*` key in files written before version 6), and a `Normalize` module
+# scales to unit length. Written as sentence-transformers 6.2 writes them, without the
+# transformer's `sentence_bert_config.json` (its defaults: the tokenizer's `model_max_length`).
+MODULES_FILE = "modules.json"
+POOLING_DIR = "1_Pooling"
+NORMALIZE_DIR = "2_Normalize"
+_MODULE_TYPES = {
+    "Transformer": "sentence_transformers.base.modules.transformer.Transformer",
+    "Pooling": "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+    "Normalize": "sentence_transformers.base.modules.normalize.Normalize",
+}
+_LEGACY_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
+
+
+def _pooling_mode(path):
+    """The mode of the `Pooling` module whose `config.json` is `path`: a string, or a list where
+    it concatenates several."""
+    data = _read_json(path)
+    if "pooling_mode" in data:
+        return data["pooling_mode"]
+    modes = [mode for key, mode in _LEGACY_POOLING_KEYS.items() if data.get(key)]
+    return modes[0] if len(modes) == 1 else modes
+
+
+def read_sentence_modules(directory):
+    """How the sentence-transformers modules of `directory` make a sentence vector from the
+    transformer's last layer.
+
+    Returns:
+      `(pooling, normalize)`: one of `bert_tf.model_settings.POOLINGS` and a bool, or
+      `(None, None)` where there is no `modules.json`, no `Pooling` module, or modules bert_tf
+      does not compute (a warning names them: the transformer still converts).
+
+    Raises:
+      ValueError: A file that is not the JSON sentence-transformers writes; the message names it.
+    """
+    from bert_tf.model_settings import POOLINGS
+
+    path = os.path.join(directory, MODULES_FILE)
+    if not files.isfile(path):
+        return None, None
+    with files.open_file(path) as reader:
+        try:
+            modules = json.load(reader)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
+        raise ValueError(f"{path}: not a list of modules with their type")
+    kinds = [str(module["type"]).rsplit(".", 1)[-1] for module in modules]
+    if "Pooling" not in kinds:
+        return None, None
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        logger.warning(
+            "%s: the modules %s make the sentence vector; bert_tf computes Transformer, Pooling "
+            "and Normalize only, so none is recorded",
+            path,
+            ", ".join(kinds),
+        )
+        return None, None
+    pooling_path = os.path.join(directory, modules[1].get("path", ""), CONFIG_FILE)
+    if not files.isfile(pooling_path):
+        raise ValueError(f"{path}: the Pooling module has no {pooling_path}")
+    mode = _pooling_mode(pooling_path)
+    if mode not in POOLINGS:
+        logger.warning(
+            "%s: pooling %s is not computed by bert_tf (%s are), so no pooling is recorded",
+            pooling_path,
+            json.dumps(mode),
+            ", ".join(POOLINGS),
+        )
+        return None, None
+    return mode, len(kinds) == 3
+
+
+def _write_sentence_modules(model, directory):
+    """Writes `model`'s pooling and normalisation (an `HfModel` whose `pooling` is set) to
+    `directory` as sentence-transformers' modules."""
+    modules = [("Transformer", "")]
+    modules.append(("Pooling", POOLING_DIR))
+    files.makedirs(os.path.join(directory, POOLING_DIR))
+    pooling = {"embedding_dimension": model.config.hidden_size, "pooling_mode": model.pooling}
+    _write_text(
+        os.path.join(directory, POOLING_DIR, CONFIG_FILE),
+        json.dumps(dict(pooling, include_prompt=True), indent=4) + "\n",
+    )
+    if model.normalize:
+        modules.append(("Normalize", NORMALIZE_DIR))
+        files.makedirs(os.path.join(directory, NORMALIZE_DIR))
+        names = {"module_input_name": "sentence_embedding", "module_output_name": "sentence_embedding"}
+        _write_text(os.path.join(directory, NORMALIZE_DIR, CONFIG_FILE), json.dumps(names, indent=4) + "\n")
+    listed = [
+        {"idx": i, "name": str(i), "path": path, "type": _MODULE_TYPES[kind]}
+        for i, (kind, path) in enumerate(modules)
+    ]
+    _write_text(os.path.join(directory, MODULES_FILE), json.dumps(listed, indent=2) + "\n")

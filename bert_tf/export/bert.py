@@ -16,11 +16,13 @@ from bert_tf.export.module import (
 )
 from bert_tf.export.versioning import check_version
 from bert_tf.model_files import ModelFileOptions
-from bert_tf.modeling import BertPretrainer
+from bert_tf.model_settings import POOLINGS, read_settings, settings_directory
+from bert_tf.modeling import BertPretrainer, BertSentenceEncoder
 from bert_tf.options import option, redefine
 from bert_tf.text.windows import WindowOptions
 
 ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
+SENTENCE_OUTPUT = "sentence_embedding"
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
 PRETRAINING_SIGNATURE = "pretraining"
 
@@ -77,9 +79,13 @@ def export_bert(
     window_batch_size=WINDOW_BATCH_SIZE,
     max_windowed_tokens=MAX_WINDOWED_TOKENS,
     force_do_lower_case=False,
+    pooling=None,
+    normalize=None,
 ):
     """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example`, with
-    heads `pretraining`, and with `doc_stride` `text_windowed`.
+    heads `pretraining`, and with `doc_stride` `text_windowed`. With a pooling (given, or
+    recorded in the model's `model_settings.json`) they also return `sentence_embedding`
+    [batch, H], the last layer pooled as `BertSentenceEncoder` pools it.
 
     Args:
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
@@ -90,6 +96,10 @@ def export_bert(
       force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
+      pooling: One of `POOLINGS`, or None for the model's recorded pooling (none: no
+        `sentence_embedding`).
+      normalize: Whether the sentence vector is scaled to unit length; None for the model's
+        recorded setting (none: False).
 
     Returns:
       (the version directory written, the checkpoint's load report or None for `.keras`).
@@ -101,12 +111,24 @@ def export_bert(
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
     if not init_checkpoint:
         raise ValueError("--init_checkpoint is required")
+    if pooling is not None and pooling not in POOLINGS:
+        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)}, got {pooling!r}")
     pretrained = open_pretrained(
         bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length, force_do_lower_case
     )
+    recorded = read_settings(settings_directory(bert_config_file, init_checkpoint))
+    pooling = recorded.pooling if pooling is None else pooling
+    normalize = bool(recorded.normalize if normalize is None else normalize)
+    if normalize and pooling is None:
+        raise ValueError("--normalize needs --pooling (the model records no pooling)")
     check_version(export_dir, version, overwrite)
     model, report = pretrained.model(with_heads)
     encoder = model.bert if isinstance(model, BertPretrainer) else model
+    served, outputs = encoder, ENCODER_OUTPUTS
+    if pooling is not None:
+        logger.info("sentence_embedding: %s pooling%s", pooling, ", normalized" if normalize else "")
+        served = BertSentenceEncoder(encoder.config, pooling, normalize, bert=encoder)
+        outputs = (*ENCODER_OUTPUTS, SENTENCE_OUTPUT)
     extra = {}
     if with_heads:
         positions = tf.TensorSpec([None, max_predictions_per_seq], tf.int32, name="masked_lm_positions")
@@ -114,8 +136,8 @@ def export_bert(
             PretrainingOutputs(model), PRETRAINING_OUTPUTS, {"masked_lm_positions": positions}
         )
     path = export_saved_model(
-        encoder,
-        ENCODER_OUTPUTS,
+        served,
+        outputs,
         vocab_file,
         pretrained.do_lower_case,
         max_seq_length,
@@ -159,6 +181,17 @@ class ExportOptions(ModelFileOptions, WindowOptions):
         "With --doc_stride: the largest `text_windowed` request, texts x (longest text's WordPieces + 2); "
         "a larger one is refused (INVALID_ARGUMENT).",
     )
+    pooling: str = option(
+        None,
+        f"The signatures also return sentence_embedding, the last layer pooled over the real tokens "
+        f"as sentence-transformers pools it: one of {', '.join(POOLINGS)} (default: the pooling "
+        "recorded in model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; "
+        "none recorded: no sentence_embedding).",
+    )
+    normalize: bool = option(
+        None,
+        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else false).",
+    )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")
 
@@ -186,6 +219,8 @@ def run_export(options):
         window_batch_size=options.window_batch_size,
         max_windowed_tokens=options.max_windowed_tokens,
         force_do_lower_case=options.force_do_lower_case,
+        pooling=options.pooling,
+        normalize=options.normalize,
     )
     if report is not None:
         print(report)

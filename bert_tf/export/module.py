@@ -40,6 +40,7 @@ import tensorflow as tf
 from bert_tf import files, onednn
 from bert_tf.export.versioning import versioned_directory
 from bert_tf.labels import LABELS_FILE, write_labels
+from bert_tf.modeling.pooling import BertSentenceEncoder
 from bert_tf.text import graph_windows
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from bert_tf.text.windows import WINDOW_POOLINGS
@@ -278,8 +279,10 @@ class ExportModule(tf.Module):
         every text fits), filled with 0 ("" for strings) past each text's `[SEP]`; with them
         `tokens`, `start_offsets`, `end_offsets` as `text_tokens` gives them. A `NamedLabels`
         model's `scores` given per example (a classifier's `probabilities`) are pooled over
-        the windows (`window_pooling`) and its `output` named from them. Other outputs per
-        example (the encoder's `pooled_output`, which summarises one window) are left out.
+        the windows (`window_pooling`) and its `output` named from them. A `BertSentenceEncoder`'s
+        `sentence_embedding` pools the text's `sequence_output` so put together ([CLS], every
+        piece from its max-context window, [SEP]). Other outputs per example (the encoder's
+        `pooled_output`, which summarises one window) are left out.
       window_pooling: "mean" or "max" over the windows of a text, for the pooled `scores`.
       window_batch_size: How many windows `text_windowed` runs through the model at a time.
       max_windowed_tokens: The largest `text_windowed` request, counted as its outputs per
@@ -656,6 +659,10 @@ class ExportModule(tf.Module):
                 for _ in range(values.shape.rank - 2):
                     mask = mask[..., None]
                 outputs[name] = tf.where(mask, values, tf.zeros([], values.dtype))
+            if windowed.sentence_pooling is not None:
+                outputs[windowed.sentence_output] = windowed.sentence_pooling(
+                    outputs[windowed.sentence_tokens], real
+                )
             tokens = at_pieces(tokenizer.id_tokens(ids.flat_values), "")
             outputs[TOKENS_OUTPUT] = tf.where(
                 tf.equal(columns, 0), "[CLS]", tf.where(is_sep, "[SEP]", tokens)
@@ -770,10 +777,16 @@ class _WindowedModel:
       labels: The served `NamedLabels`, or None; it names its best classes from the pooled or
         per-token scores.
       pooling: "mean" or "max".
+      sentence_pooling: A `BertSentenceEncoder`'s `SentencePooling`, when its
+        `sentence_embedding` is served (with `sequence_output`), else None.
+      sentence_tokens, sentence_output: The output it pools, and its own.
 
     Raises:
       ValueError: The model has neither outputs per token nor `NamedLabels` scores per example.
     """
+
+    sentence_tokens = "sequence_output"
+    sentence_output = "sentence_embedding"
 
     def __init__(self, served, pooling):
         labels = served.model if isinstance(served.model, NamedLabels) else None
@@ -786,6 +799,11 @@ class _WindowedModel:
         self.pooled_outputs = (labels.scores,) if per_example else ()
         self.labels = labels
         self.pooling = pooling
+        self.sentence_pooling = None
+        if isinstance(served.model, BertSentenceEncoder) and self.sentence_output in served.output_names:
+            if self.sentence_tokens not in self.token_outputs:
+                raise ValueError(f"text_windowed pools {self.sentence_tokens!r}, which is not served")
+            self.sentence_pooling = served.model.sentence_pooling
         if not self.token_outputs and not self.pooled_outputs:
             raise ValueError(
                 f"text_windowed would return nothing: the outputs {served.output_names} are per "

@@ -14,6 +14,7 @@ from bert_tf.modeling.finetuning import (
 )
 from bert_tf.modeling.losses import masked_lm_loss, next_sentence_loss
 from bert_tf.modeling.models import BertModel, BertPretrainer
+from bert_tf.modeling.pooling import BertSentenceEncoder, SentencePooling
 
 __all__ = [
     "BertClassifier",
@@ -21,8 +22,10 @@ __all__ = [
     "BertMultipleChoice",
     "BertPretrainer",
     "BertRegressor",
+    "BertSentenceEncoder",
     "BertSquad",
     "BertTagger",
+    "SentencePooling",
     "BertWithHead",
     "masked_lm_loss",
     "next_sentence_loss",

@@ -3,7 +3,8 @@ one example a line, is `bert_tf.text.text_lines`).
 
 Output: JSON lines, one per input line, in the original's structure:
 `{"linex_index": i, "features": [{"token": t, "layers": [{"index": -1, "values": [...]}, ...]}]}`
-with a feature for every real token ([CLS] and [SEP] included) and values rounded to 6 places.
+with a feature for every real token ([CLS] and [SEP] included) and values rounded to 6 places;
+with `--pooling`, `{"linex_index": i, "sentence_embedding": [...]}` (rounded the same way).
 """
 
 import json

@@ -1,6 +1,7 @@
 """`run_extract_features`: the original's `extract_features.py` (`tools/extract_features.py`), its
 options and its run: per-token activations of the chosen encoder layers, as JSON lines (with
-`--doc_stride`, of every WordPiece of a long text, from the window where it has the most context)."""
+`--doc_stride`, of every WordPiece of a long text, from the window where it has the most context);
+with `--pooling`, each line's sentence vector instead."""
 
 import contextlib
 import dataclasses
@@ -8,10 +9,11 @@ import logging
 
 from bert_tf import files
 from bert_tf.model_files import ModelFileOptions
+from bert_tf.model_settings import POOLINGS
 from bert_tf.options import option, redefine
 from bert_tf.progress import Progress
 from bert_tf.tasks.features.data import write_jsonl
-from bert_tf.tasks.features.task import extract_features
+from bert_tf.tasks.features.task import extract_features, sentence_embeddings
 from bert_tf.text.text_lines import read_examples
 from bert_tf.text.windows import WindowOptions
 
@@ -20,7 +22,8 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class FeaturesOptions(ModelFileOptions, WindowOptions):
-    """The flags of `tools/extract_features.py`: the original's, and `--doc_stride`."""
+    """The flags of `tools/extract_features.py`: the original's, `--doc_stride`, `--pooling` and
+    `--normalize`."""
 
     input_file: str = option(
         None, "Text file, one example a line ('text_a' or 'text_a ||| text_b').", required=True
@@ -30,6 +33,13 @@ class FeaturesOptions(ModelFileOptions, WindowOptions):
     bert_config_file: str = redefine(ModelFileOptions, "bert_config_file", required=True)
     init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
     vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
+    pooling: str = option(
+        None,
+        f"Write each line's sentence vector instead of per-token features: the last layer (whatever "
+        f"--layers says) pooled over the line's tokens, as sentence-transformers does; one of "
+        f"{', '.join(POOLINGS)}. A model's recorded pooling is not applied here.",
+    )
+    normalize: bool = option(False, "With --pooling: scale each sentence vector to unit length.")
     batch_size: int = option(32, "Examples per forward pass.")
     use_tpu: bool = option(False, "Run on the Cloud TPU at --master (a TPUStrategy).")
     master: str = option(None, "With --use_tpu: the TPU's address, e.g. grpc://10.240.1.2:8470.")
@@ -84,6 +94,10 @@ def run_extract_features(options):
     if options.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, got {options.batch_size}")
     options.validate_windows()
+    if options.pooling is not None and options.pooling not in POOLINGS:
+        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)}, got {options.pooling!r}")
+    if options.normalize and options.pooling is None:
+        raise ValueError("--normalize needs --pooling (it scales the sentence vector)")
     files.check_output_path(options.output_file, "--output_file")
     scope = contextlib.nullcontext()
     if options.use_tpu:
@@ -99,15 +113,28 @@ def run_extract_features(options):
         examples = read_examples(options.input_file)
         if options.doc_stride is not None:
             examples = _single_texts(examples, options.input_file)
-        records = extract_features(
-            model,
-            pretrained.tokenizer(),
-            examples,
-            options.max_seq_length,
-            layer_indexes,
-            options.batch_size,
-            options.doc_stride,
-        )
+        if options.pooling is None:
+            records = extract_features(
+                model,
+                pretrained.tokenizer(),
+                examples,
+                options.max_seq_length,
+                layer_indexes,
+                options.batch_size,
+                options.doc_stride,
+            )
+        else:
+            records = sentence_embeddings(
+                model,
+                pretrained.tokenizer(),
+                examples,
+                options.max_seq_length,
+                options.pooling,
+                options.normalize,
+                options.batch_size,
+                options.doc_stride,
+            )
         count = write_jsonl(_with_progress(records), options.output_file)
-    print(f"Wrote features of {count} examples to {options.output_file}")
+    what = "sentence embeddings" if options.pooling else "features"
+    print(f"Wrote {what} of {count} examples to {options.output_file}")
     return count

@@ -1,11 +1,14 @@
 """Feature extraction's model side: per-token encoder activations of the chosen layers, of each
 example packed as the original packs it, or (`doc_stride`) of each WordPiece of a long text from
-the window where it has the most context (`bert_tf.text.windows`)."""
+the window where it has the most context (`bert_tf.text.windows`); or each example's sentence
+vector, its last layer's tokens pooled (`bert_tf.modeling.pooling`)."""
 
 import collections
 
 import numpy as np
+from keras import ops
 
+from bert_tf.modeling.pooling import check_pooling, pool_tokens
 from bert_tf.text.packing import pack_inputs
 from bert_tf.text.text_lines import convert_example
 from bert_tf.text.windows import max_context_outputs, window_spans
@@ -128,3 +131,31 @@ def extract_features(
             ]
             features.append(collections.OrderedDict(token=token, layers=values))
         yield collections.OrderedDict(linex_index=example.unique_id, features=features)
+
+
+def sentence_embeddings(
+    model, tokenizer, examples, max_seq_length, pooling, normalize=False, batch_size=32, doc_stride=None
+):
+    """Runs `model` over `examples` and yields each one's sentence vector as a JSON-ready dict, in
+    order: the last layer's vectors of its tokens ([CLS] and [SEP] included; with `doc_stride`
+    every WordPiece of the text, each from its max-context window) pooled as sentence-transformers'
+    `Pooling` (and `Normalize`) modules do.
+
+    Args:
+      model, tokenizer, examples, max_seq_length, batch_size, doc_stride: As `encode_documents`'.
+      pooling: One of `bert_tf.model_settings.POOLINGS`.
+      normalize: Scale each vector to unit L2 norm.
+
+    Yields:
+      `OrderedDict(linex_index=..., sentence_embedding=[...])`, the values rounded to 6 places as
+      the original rounds its features.
+
+    Raises:
+      ValueError: An unknown `pooling`, or as `encode_documents`.
+    """
+    check_pooling(pooling)
+    encoded = encode_documents(model, tokenizer, examples, max_seq_length, [-1], batch_size, doc_stride)
+    for example, _, (tokens,) in encoded:
+        vector = pool_tokens(tokens[None], np.ones((1, len(tokens)), np.float32), pooling, normalize)
+        values = [round(float(x), 6) for x in ops.convert_to_numpy(vector)[0]]
+        yield collections.OrderedDict(linex_index=example.unique_id, sentence_embedding=values)

@@ -1,0 +1,233 @@
+"""Sentence vectors (`bert_tf.modeling.pooling`, `extract_features.py --pooling`, the converter's
+sentence-transformers modules) on tiny models: the pooling against NumPy and the float64
+reference (`bert_tf.checkpoints.reference`), padding changing nothing, the JSON lines, and the
+modules read from and written back to a sentence-transformers layout, held against the files
+sentence-transformers 6.2 itself wrote (`tests/data/st_modules/`, `make_sentence_embeddings.py`).
+The real all-MiniLM-L6-v2 against sentence-transformers' `encode()` is
+`test_sentence_embeddings_real_model.py`."""
+
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bert_tf import BertConfig, BertSentenceEncoder, load_google_checkpoint
+from bert_tf.checkpoints import converter, hf, reference
+from bert_tf.model_settings import POOLINGS, ModelSettings, read_settings
+from bert_tf.modeling.pooling import SentencePooling, pool_tokens
+from bert_tf.tasks.features import task as features_task
+from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
+from bert_tf.text import text_lines
+from bert_tf.text.tokenization import FullTokenizer
+from tests import model_fixtures as mf
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+HF_TINY_MODEL = os.path.join(DATA, "hf_tiny", "model")
+ST_MODULES = os.path.join(DATA, "st_modules")
+VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
+TEXTS = ["Hello world.", "Who was Jim Henson? He was a puppeteer from Mississippi.", "Hi"]
+
+
+def numpy_pooling(tokens, mask, pooling, normalize):
+    """sentence-transformers' pooling of each row's real tokens, written out in float64."""
+    rows = []
+    for row, row_mask in zip(tokens.astype(np.float64), mask, strict=True):
+        real = row[row_mask.astype(bool)]
+        vector = {
+            "cls": row[0],
+            "mean": real.sum(0) / len(real),
+            "max": real.max(0),
+            "mean_sqrt_len_tokens": real.sum(0) / np.sqrt(len(real)),
+        }[pooling]
+        rows.append(vector / np.linalg.norm(vector) if normalize else vector)
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_pooling_is_sentence_transformers_math_over_the_real_tokens(pooling, normalize):
+    rng = np.random.default_rng(0)
+    tokens = rng.normal(size=(3, 6, 5)).astype(np.float32)
+    mask = np.array([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], np.int32)
+    want = numpy_pooling(tokens, mask, pooling, normalize)
+    got = np.asarray(SentencePooling(pooling, normalize)(tokens, mask))
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    # The padding's values change nothing (large ones would win a max, shift a mean).
+    padded = np.where(mask[..., None] == 1, tokens, 1e3).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(pool_tokens(padded, mask, pooling, normalize)), got, atol=1e-6)
+
+
+def test_an_unknown_pooling_is_refused():
+    with pytest.raises(
+        ValueError, match=r"pooling must be one of cls, mean, max, mean_sqrt_len_tokens, got 'sum'"
+    ):
+        SentencePooling("sum")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """google_tiny's config, tokenizer, float64 weights, and each text's ids padded to 24."""
+    config = BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG)
+    tokenizer = FullTokenizer(VOCAB, do_lower_case=True)
+    ids = [tokenizer.convert_tokens_to_ids(["[CLS]", *tokenizer.tokenize(t), "[SEP]"]) for t in TEXTS]
+    input_ids = np.array([row + [0] * (24 - len(row)) for row in ids], np.int32)
+    mask = (np.arange(24)[None] < np.array([len(row) for row in ids])[:, None]).astype(np.int32)
+    return config, tokenizer, reference.load_checkpoint_weights(mf.GOOGLE_TINY_CKPT), input_ids, mask
+
+
+def reference_embeddings(tiny, pooling, normalize):
+    """The float64 reference's last layer of each text, pooled by `numpy_pooling`."""
+    config, _, weights, input_ids, mask = tiny
+    last = reference.reference_forward(weights, config, input_ids, mask, np.zeros_like(mask))[
+        "sequence_output"
+    ]
+    return numpy_pooling(last, mask, pooling, normalize)
+
+
+def test_the_keras_model_pools_the_reference_last_layer_whatever_the_padding(tiny):
+    config, _, _, input_ids, mask = tiny
+    pooling, normalize = "mean", True
+    model = BertSentenceEncoder(config, pooling=pooling, normalize=normalize)
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    inputs = {"input_ids": input_ids, "input_mask": mask, "segment_ids": np.zeros_like(mask)}
+    got = np.asarray(model(inputs)["sentence_embedding"])
+    np.testing.assert_allclose(got, reference_embeddings(tiny, pooling, normalize), atol=2e-6)
+    # Each text alone, unpadded.
+    for row, length in enumerate(mask.sum(1)):
+        alone = {key: value[row : row + 1, :length] for key, value in inputs.items()}
+        np.testing.assert_allclose(np.asarray(model(alone)["sentence_embedding"])[0], got[row], atol=2e-6)
+    again = BertSentenceEncoder.from_config(model.get_config())
+    assert (again.pooling, again.normalize, len(again.weights)) == (pooling, normalize, len(model.weights))
+
+
+def features_options(tmp_path, **changes):
+    source = tmp_path / "in.txt"
+    source.write_text("".join(text + "\n" for text in TEXTS))
+    flags = dict(
+        input_file=str(source),
+        output_file=str(tmp_path / "out.jsonl"),
+        vocab_file=VOCAB,
+        bert_config_file=mf.GOOGLE_TINY_CONFIG,
+        init_checkpoint=mf.GOOGLE_TINY_CKPT,
+        max_seq_length=24,
+        layers="0",
+    )
+    return FeaturesOptions(**dict(flags, **changes))
+
+
+def test_extract_features_writes_one_sentence_embedding_a_line(tiny, tmp_path):
+    # --layers=0 is ignored: the last layer is pooled.
+    assert run_extract_features(features_options(tmp_path, pooling="max")) == 3
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [list(record) for record in records] == [["linex_index", "sentence_embedding"]] * 3
+    assert [record["linex_index"] for record in records] == [0, 1, 2]
+    got = np.array([record["sentence_embedding"] for record in records])
+    np.testing.assert_allclose(got, reference_embeddings(tiny, "max", False), atol=2e-6)
+    for change, message in (
+        (dict(normalize=True), r"--normalize needs --pooling"),
+        (dict(pooling="sum"), r"--pooling: expected one of cls, mean, max, mean_sqrt_len_tokens, got 'sum'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            run_extract_features(
+                features_options(tmp_path, output_file=str(tmp_path / "bad.jsonl"), **change)
+            )
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_windows_pool_every_piece_of_the_text_from_its_max_context_window(tiny):
+    """A text of 13 WordPieces as windows of 6 - 2: the vector pools the per-token features that
+    `encode_documents` gives (`test_feature_extraction.py` holds them against the reference)."""
+    config, tokenizer, _, _, _ = tiny
+    model = BertSentenceEncoder(config)
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    examples = [text_lines.InputExample(0, TEXTS[1])]
+    ((_, tokens, (last,)),) = features_task.encode_documents(model, tokenizer, examples, 6, [-1], 4, 2)
+    assert len(tokens) == 15
+    (record,) = features_task.sentence_embeddings(model, tokenizer, examples, 6, "max", True, 4, 2)
+    want = numpy_pooling(last[None], np.ones((1, len(tokens))), "max", True)[0]
+    np.testing.assert_allclose(record["sentence_embedding"], want, atol=1e-6)
+
+
+def sentence_transformers_layout(directory, pooling_config, kinds=("Transformer", "Pooling", "Normalize")):
+    """hf_tiny's BertModel with sentence-transformers' modules of `kinds` (as version 2 named
+    their types) and `pooling_config` as the Pooling module's config."""
+    shutil.copytree(HF_TINY_MODEL, directory)
+    paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize", "Dense": "2_Dense"}
+    modules = [
+        {"idx": i, "name": str(i), "path": paths[kind], "type": f"sentence_transformers.models.{kind}"}
+        for i, kind in enumerate(kinds)
+    ]
+    with open(os.path.join(directory, "modules.json"), "w", encoding="utf-8") as f:
+        json.dump(modules, f)
+    with open(os.path.join(directory, "1_Pooling", "config.json"), "w", encoding="utf-8") as f:
+        json.dump(pooling_config, f)
+    return directory
+
+
+def read_tree(directory, names):
+    result = {}
+    for name in names:
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            result[name] = json.load(f)
+    return result
+
+
+def test_the_modules_are_recorded_and_written_back_as_sentence_transformers_writes_them(tmp_path):
+    # Version 2's keys (a true pooling_mode_* each), as all-MiniLM-L6-v2 was published.
+    legacy = {
+        "word_embedding_dimension": 24,
+        "pooling_mode_mean_tokens": True,
+        "pooling_mode_cls_token": False,
+    }
+    source = sentence_transformers_layout(str(tmp_path / "st"), legacy)
+    imported = converter.hf_to_google(source, str(tmp_path / "google"))
+    assert imported.written
+    assert read_settings(str(tmp_path / "google")) == ModelSettings(pooling="mean", normalize=True)
+    google = tmp_path / "google"
+    converter.google_to_hf(
+        str(google / "bert_config.json"),
+        str(google),
+        str(google / "vocab.txt"),
+        False,
+        str(tmp_path / "back"),
+    )
+    names = ["modules.json", "1_Pooling/config.json", "2_Normalize/config.json"]
+    want = read_tree(ST_MODULES, names)
+    want["1_Pooling/config.json"]["embedding_dimension"] = 24  # MiniLM's is 384
+    assert read_tree(str(tmp_path / "back"), names) == want
+    # What is written back reads back.
+    assert hf.read_sentence_modules(str(tmp_path / "back")) == ("mean", True)
+
+
+def test_modules_bert_tf_does_not_compute_are_not_recorded(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    weighted = sentence_transformers_layout(str(tmp_path / "weighted"), {"pooling_mode": "weightedmean"})
+    assert hf.read_sentence_modules(weighted) == (None, None)
+    assert 'pooling "weightedmean" is not computed by bert_tf' in caplog.text
+    dense = sentence_transformers_layout(
+        str(tmp_path / "dense"), {"pooling_mode": "cls"}, ("Transformer", "Pooling", "Dense")
+    )
+    assert hf.read_sentence_modules(dense) == (None, None)
+    assert "the modules Transformer, Pooling, Dense make the sentence vector" in caplog.text
+    # hf_tiny's model lists no Pooling module (its 1_Pooling/ is not loaded).
+    assert hf.read_sentence_modules(HF_TINY_MODEL) == (None, None)
+
+
+def test_bad_modules_and_export_flags_are_one_line_naming_them(tmp_path):
+    broken = sentence_transformers_layout(str(tmp_path / "broken"), {"pooling_mode": "mean"})
+    with open(os.path.join(broken, "modules.json"), "w", encoding="utf-8") as f:
+        f.write("[{")
+    with pytest.raises(ValueError, match=r"broken/modules\.json: not valid JSON"):
+        hf.read_sentence_modules(broken)
+    from bert_tf.export.bert import export_bert
+
+    common = (mf.GOOGLE_TINY_CKPT, mf.GOOGLE_TINY_CONFIG, VOCAB, True, 16, str(tmp_path / "export"))
+    with pytest.raises(ValueError, match=r"--pooling: expected one of cls, mean, max, mean_sqrt_len_tokens"):
+        export_bert(*common, pooling="sum")
+    # google_tiny records no pooling.
+    with pytest.raises(ValueError, match=r"--normalize needs --pooling \(the model records no pooling\)"):
+        export_bert(*common, normalize=True)
+    assert not (tmp_path / "export").exists()
