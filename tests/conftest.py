@@ -33,10 +33,12 @@ SLOWEST_FILES = (
     "test_training_distribution.py",
     "test_pretraining_beam.py",
     "test_run_squad.py",
+    "test_multiple_choice.py",
     "test_training_step.py",
     "test_modeling.py",
     "test_graph_tokenizer.py",
     "test_tagging.py",
+    "test_regression.py",
 )
 
 
