@@ -65,7 +65,9 @@ def recorded_key(mode, normalize):
 
 
 def test_the_converter_records_the_published_modules(google):
-    assert read_settings(google) == ModelSettings(pooling="mean", normalize=True)
+    """Mean pooling and Normalize, and the tokenizer's casing (uncased, whatever its
+    sentence_bert_config.json says)."""
+    assert read_settings(google) == ModelSettings(do_lower_case=True, pooling="mean", normalize=True)
 
 
 def test_the_keras_model_gives_encode_for_every_pooling(google, recorded):
