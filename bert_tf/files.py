@@ -58,6 +58,29 @@ def open_file(path, mode="r"):
     return gfile.GFile(path, mode)
 
 
+def read_json(path, object_only=True):
+    """The JSON value of the file at `path` (local or `gs://...`).
+
+    Args:
+      path: The file.
+      object_only: Whether the value must be a JSON object (a dict).
+
+    Raises:
+      ValueError: The file is not valid JSON, or (with `object_only`) not a JSON object; the
+        message names it.
+    """
+    import json
+
+    try:
+        with open_file(path) as reader:
+            data = json.load(reader)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if object_only and not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
+
+
 def exists(path):
     """Whether a file or directory exists at `path`."""
     gfile = _gfile(path)

@@ -49,13 +49,7 @@ def read_settings(directory):
     path = os.path.join(directory, SETTINGS_FILE)
     if not files.isfile(path):
         return ModelSettings()
-    try:
-        with files.open_file(path) as reader:
-            data = json.load(reader)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object")
+    data = files.read_json(path)
     known = {field.name for field in dataclasses.fields(ModelSettings)}
     for key, value in data.items():
         if key not in known:

@@ -18,6 +18,7 @@ from bert_tf.tasks.multiple_choice.run import MultipleChoiceOptions, run_multipl
 from bert_tf.text.tokenization import FullTokenizer
 from tests import tool_runs
 from tests.test_hf import HF_TINY, LOGITS_TOLERANCE, convert, hf_tensors, read_json
+from tests.test_packing import original_pair_lengths
 
 SWAG = os.path.join(HF_TINY, "swag")
 MAX_SEQ_LENGTH = 24  # make_hf_swag.py's
@@ -58,16 +59,6 @@ def test_swag_rows_are_packed_as_transformers_run_swag(hf):
     assert packed("test")["label_ids"].tolist() == [0, 0]  # no labels: 0, as the classifier's
 
 
-def original_truncation(len_a, len_b, max_length):
-    """The original's `_truncate_seq_pair`, one token at a time from the longer (b on ties)."""
-    while len_a + len_b > max_length:
-        if len_a > len_b:
-            len_a -= 1
-        else:
-            len_b -= 1
-    return len_a, len_b
-
-
 def test_a_pair_cut_on_both_sides_keeps_the_originals_lengths(hf):
     """cut.csv: both texts too long for an odd budget. transformers gives the odd piece to the
     longer text (b on ties), the original (and bert_tf) to a: the one known difference."""
@@ -77,7 +68,7 @@ def test_a_pair_cut_on_both_sides_keeps_the_originals_lengths(hf):
     example = read_examples(files, SWAG, "dev")[0]
     len_a = len(tokenizer.tokenize(example.context))
     len_b = len(tokenizer.tokenize(f"{example.question} {example.endings[0]}"))
-    want_a, want_b = original_truncation(len_a, len_b, MAX_SEQ_LENGTH - 3)
+    want_a, want_b = original_pair_lengths(len_a, len_b, MAX_SEQ_LENGTH - 3)
     assert (want_a, want_b) == (11, 10)
     for choice in range(4):
         segments = got["segment_ids"][0, choice]

@@ -25,19 +25,22 @@ def test_truncate_longest_first_from_the_end(len_a, len_b, max_length, want):
     assert a == list(range(want[0])) and b == list(range(100, 100 + want[1]))
 
 
-def test_closed_form_lengths_equal_the_one_token_at_a_time_loop():
-    def original_loop(len_a, len_b, max_length):
-        while len_a + len_b > max_length:
-            if len_a > len_b:
-                len_a -= 1
-            else:
-                len_b -= 1
-        return len_a, len_b
+def original_pair_lengths(len_a, len_b, max_length):
+    """The lengths the original's `_truncate_seq_pair` leaves, one token at a time from the
+    longer text (b on ties)."""
+    while len_a + len_b > max_length:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b
 
+
+def test_closed_form_lengths_equal_the_one_token_at_a_time_loop():
     for len_a in range(25):
         for len_b in range(25):
             for max_length in range(30):
-                want = original_loop(len_a, len_b, max_length)
+                want = original_pair_lengths(len_a, len_b, max_length)
                 assert truncated_pair_lengths(len_a, len_b, max_length) == want, (len_a, len_b, max_length)
 
 

@@ -189,17 +189,6 @@ class HfModel:
     normalize: bool = None
 
 
-def _read_json(path):
-    try:
-        with files.open_file(path) as reader:
-            data = json.load(reader)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return data
-
-
 def read_hf_config(directory):
     """Reads `config.json` into the original's config, the architecture, its fine-tuning head and
     the labels, a key left out taking transformers' default (`HF_DEFAULTS`).
@@ -214,7 +203,7 @@ def read_hf_config(directory):
     path = os.path.join(directory, CONFIG_FILE)
     if not files.isfile(path):
         raise ValueError(f"{directory}: no {CONFIG_FILE} (not a Hugging Face model directory)")
-    data = {**HF_DEFAULTS, **_read_json(path)}
+    data = {**HF_DEFAULTS, **files.read_json(path)}
 
     def refuse(key, why):
         raise ValueError(f"{path}: {key} {data.get(key)!r} {why}")
@@ -286,7 +275,7 @@ class _Tensors:
         weight_files = [found[0]]
         if found[0].endswith(".index.json"):
             path = os.path.join(directory, found[0])
-            weight_map = _read_json(path).get("weight_map")
+            weight_map = files.read_json(path).get("weight_map")
             if not isinstance(weight_map, dict) or not weight_map:
                 raise ValueError(f"{path}: weight_map must map tensor names to files")
             weight_files = sorted(set(weight_map.values()))
@@ -397,8 +386,8 @@ def _tokenizer_settings(directory):
     vocab_path = os.path.join(directory, VOCAB_FILE)
     tokenizer_path = os.path.join(directory, TOKENIZER_FILE)
     config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    tokenizer_config = _read_json(config_path) if files.isfile(config_path) else {}
-    tokenizer = _read_json(tokenizer_path) if files.isfile(tokenizer_path) else None
+    tokenizer_config = files.read_json(config_path) if files.isfile(config_path) else {}
+    tokenizer = files.read_json(tokenizer_path) if files.isfile(tokenizer_path) else None
     normalizer = {}
     if tokenizer is not None:
         model = tokenizer.get("model") or {}
@@ -659,7 +648,7 @@ _LEGACY_POOLING_KEYS = {
 def _pooling_mode(path):
     """The mode of the `Pooling` module whose `config.json` is `path`: a string, or a list where
     it concatenates several."""
-    data = _read_json(path)
+    data = files.read_json(path)
     if "pooling_mode" in data:
         return data["pooling_mode"]
     modes = [mode for key, mode in _LEGACY_POOLING_KEYS.items() if data.get(key)]
@@ -683,11 +672,7 @@ def read_sentence_modules(directory):
     path = os.path.join(directory, MODULES_FILE)
     if not files.isfile(path):
         return None, None
-    with files.open_file(path) as reader:
-        try:
-            modules = json.load(reader)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    modules = files.read_json(path, object_only=False)
     if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
         raise ValueError(f"{path}: not a list of modules with their type")
     kinds = [str(module["type"]).rsplit(".", 1)[-1] for module in modules]
