@@ -14,9 +14,11 @@ process, the two alternated, `--rounds` times; the median of the rounds is repor
   the graph, padded to the request), `text_windowed` for long ones (windows of
   `max_seq_length - 2` WordPieces, `--doc_stride` apart, each token's `sequence_output` from its
   window of most context).
-- fixed: the same export's `serving_default` on the same short texts' ids packed to
-  `--max_seq_length` (tokenized beforehand, not timed): what every request cost before the text
-  signatures padded to the request.
+- fixed: `serving_default` on the same short texts' ids packed to `--max_seq_length` (tokenized
+  beforehand, not timed), of the same model exported with `pack_tokens=False`, which runs every
+  position: what every request cost before the text signatures padded to the request and the
+  export ran its dense layers on the real tokens only. (The default export's `serving_default`
+  on those ids, `fixed, packed` in the rounds' lines, skips the padding's dense work.)
 - transformers: `BertTokenizerFast` + `BertModel` (SDPA attention) under `torch.inference_mode`,
   padding to the longest text; long texts cut into the same windows (`stride`, HF's overlap, =
   `max_seq_length - 2 - doc_stride`, `return_overflowing_tokens`), their outputs per window.
@@ -145,6 +147,16 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
         os.path.join(work_dir, "export"),
         doc_stride=doc_stride,
     )
+    unpacked_dir, _ = export_bert(
+        checkpoint,
+        config_file,
+        vocab,
+        True,
+        max_seq_length,
+        os.path.join(work_dir, "export_unpacked"),
+        text_signatures=False,
+        pack_tokens=False,
+    )
     google_to_hf(config_file, checkpoint, vocab, True, os.path.join(work_dir, "hf"))
     with open(os.path.join(work_dir, "texts.json")) as f:
         texts = json.load(f)
@@ -165,6 +177,7 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
     tokens = {case: [len(tokenizer.tokenize(t)) for t in batch] for case, batch in texts.items()}
     return {
         "export": export_dir,
+        "export_unpacked": unpacked_dir,
         "tokens": {case: sum(counts) for case, counts in tokens.items()},
         "windows": {
             case: sum(len(doc_spans(n, max_seq_length - 2, doc_stride)) for n in counts)
@@ -173,7 +186,7 @@ def setup_worker(work_dir, max_seq_length, doc_stride):
     }
 
 
-def bert_tf_worker(work_dir, export_dir, breakdown):
+def bert_tf_worker(work_dir, export_dir, unpacked_dir, breakdown):
     """Seconds per call of `text`, `text_windowed` and the fixed-length `serving_default`,
     in a process that imports no bert_tf, as TF Serving loads the export; with `breakdown`, also
     of `serving_default` on the ids `text` packs and of one layer's matmuls at those shapes."""
@@ -182,6 +195,7 @@ def bert_tf_worker(work_dir, export_dir, breakdown):
     import tensorflow_text  # noqa: F401  (the text signatures' ops)
 
     loaded = tf.saved_model.load(export_dir)
+    unpacked = tf.saved_model.load(unpacked_dir).signatures["serving_default"]
     with open(os.path.join(work_dir, "texts.json")) as f:
         texts = json.load(f)
     with open(os.path.join(work_dir, "fixed.json")) as f:
@@ -195,11 +209,12 @@ def bert_tf_worker(work_dir, export_dir, breakdown):
             default = loaded.signatures["serving_default"]
 
             def model(name, default=default):
-                """Seconds per call of `serving_default` on the ids `fixed[name]`."""
+                """Seconds per call of `default` (a `serving_default`) on the ids `fixed[name]`."""
                 ids = {k: tf.constant(v, tf.int32) for k, v in fixed[name].items()}
                 return per_call(lambda: default(**ids))
 
-            seconds[f"{case}/fixed"] = model(case)
+            seconds[f"{case}/fixed"] = model(case, unpacked)
+            seconds[f"{case}/fixed, packed"] = model(case)
             if breakdown:
                 seconds[f"{case}/bert_tf model"] = model(f"{case}/request")
                 seconds[f"{case}/bert_tf model, longest"] = model(f"{case}/longest")
@@ -321,7 +336,7 @@ def main():
         work_dir = args.worker_args[0]
         result = {
             "setup": lambda: setup_worker(work_dir, args.max_seq_length, args.doc_stride),
-            "bert_tf": lambda: bert_tf_worker(work_dir, args.worker_args[1], args.breakdown),
+            "bert_tf": lambda: bert_tf_worker(work_dir, *args.worker_args[1:3], args.breakdown),
             "transformers": lambda: hf_worker(work_dir, args.max_seq_length, args.doc_stride, args.breakdown),
             "offsets": lambda: offsets_worker(work_dir),
         }[args.worker]()
@@ -356,7 +371,7 @@ def run_rounds(script, work_dir, texts, setup, lengths, args, env, prefix):
         systems = ["bert_tf", "transformers"][:: 1 if index % 2 == 0 else -1]
         seconds, windows = {}, {}
         for system in systems:
-            extra = [setup["export"]] if system == "bert_tf" else []
+            extra = [setup["export"], setup["export_unpacked"]] if system == "bert_tf" else []
             result = run_in_fresh_process(script, system, work_dir, *extra, *lengths, env=env)
             seconds.update(result["seconds"])
             windows.update(result.get("windows", {}))

@@ -235,6 +235,15 @@ def max_diff(a, b):
     return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
 
 
+def as_packed(name, outputs, input_mask):
+    """The output `name` of `outputs` as an export with token packing gives it (the default,
+    `bert_tf.modeling.token_packing`): per-token outputs are zeros at the padding."""
+    value = np.asarray(outputs[name])
+    if name != "sequence_output":
+        return value
+    return value * (np.asarray(input_mask) > 0)[..., None]
+
+
 def report(name, diff):
     print(f"\n  max |{name}| = {diff:.3e}")
     return diff
@@ -314,8 +323,9 @@ def requests(batches, tokenizer):
 
 @pytest.fixture(scope="module")
 def keras_export(moved_export, tmp_path_factory):
-    """google_tiny saved as a .keras file and exported without the text signatures to the next
-    version beside a copy of the moved export: (base directory, `export_bert`'s path and report)."""
+    """google_tiny saved as a .keras file and exported without the text signatures and without
+    token packing (the original's outputs at the padding too) to the next version beside a copy
+    of the moved export: (base directory, `export_bert`'s path and report)."""
     tmp_path = tmp_path_factory.mktemp("keras")
     model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
     load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
@@ -323,7 +333,14 @@ def keras_export(moved_export, tmp_path_factory):
     base = tmp_path / "bert"
     shutil.copytree(moved_export / "1", base / "1")
     path, load_report = export_bert(
-        str(tmp_path / "bert.keras"), None, VOCAB, True, MAX_SEQ_LENGTH, str(base), text_signatures=False
+        str(tmp_path / "bert.keras"),
+        None,
+        VOCAB,
+        True,
+        MAX_SEQ_LENGTH,
+        str(base),
+        text_signatures=False,
+        pack_tokens=False,
     )
     return base, path, load_report
 
@@ -359,13 +376,16 @@ def test_the_fresh_process_has_no_bert_tf_and_finds_the_moved_vocab(served, move
 @pytest.mark.onednn_both
 @pytest.mark.parametrize("batch", mf.BATCHES)
 def test_serving_default_matches_the_original(served, batches, batch):
+    """The original's outputs at the real tokens, and zeros at the padding (the export packs the
+    tokens; `test_keras_file_exports_...` checks an export without packing at every position)."""
     # b0 is 32 long, b1 and b2 are 128: any length up to max_seq_length.
+    mask = batches[batch]["input_mask"]
+    assert 0 < mask.sum() < mask.size  # real tokens and padding
     for name in ENCODER_OUTPUTS:
         got = served[f"ids_{batch}/{name}"]
         assert got.shape == batches[batch][name].shape
-        assert (
-            report(f"serving_default {batch} {name} - original", max_diff(got, batches[batch][name])) <= 1e-5
-        )
+        want = as_packed(name, batches[batch], mask)
+        assert report(f"serving_default {batch} {name} - original", max_diff(got, want)) <= 1e-5
 
 
 @pytest.mark.onednn_both
@@ -592,7 +612,7 @@ def test_tool_exports_a_training_checkpoint_over_an_existing_version(moved_expor
         weights, BertConfig.from_json_file(TRAIN_CONFIG), *(batch[k] for k in ID_INPUTS)
     )
     for name in ENCODER_OUTPUTS:
-        diff = max_diff(got[name], want[name])
+        diff = max_diff(got[name], as_packed(name, want, batch["input_mask"]))
         assert report(f"training checkpoint serving_default {name} - float64 reference", diff) <= 1e-5
     # Replaced, not kept: the released checkpoint's outputs are another model's.
     assert max_diff(got["pooled_output"], batch["pooled_output"]) > 1e-3
@@ -600,6 +620,8 @@ def test_tool_exports_a_training_checkpoint_over_an_existing_version(moved_expor
 
 @pytest.mark.onednn_both
 def test_keras_file_exports_to_the_next_version_without_tensorflow_text(keras_export, served, batches):
+    """Exported with `pack_tokens=False`: the original's outputs at every position, the padding's
+    too."""
     base, path, load_report = keras_export
     assert path == str(base / "2") and load_report is None
     assert sorted(os.listdir(base)) == ["1", "2"]
@@ -723,9 +745,11 @@ def test_named_labels_and_the_text_signatures_tokens(tokenizer, tmp_path):
     assert pair["segment_ids"][0].numpy().tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 1] + [0] * 7
     assert pair["start_offsets"][0].numpy().tolist()[:9] == [-1, 0, 3, -1, 0, 3, 6, 12, -1]
     assert pair["end_offsets"][0].numpy().tolist()[:9] == [-1, 3, 4, -1, 3, 5, 12, 13, -1]
-    np.testing.assert_allclose(got["probabilities"], want, atol=1e-5)
-    names = [[label_list[i] for i in row] for row in np.argmax(want, axis=-1)]
-    assert [[label.decode() for label in row] for row in got["labels"].numpy()] == names
+    # At the real tokens (the export packs them: the padding's outputs are not the model's).
+    real = np.array([p["input_mask"] for p in packed]) > 0
+    np.testing.assert_allclose(got["probabilities"].numpy()[real], want[real], atol=1e-5)
+    names = [label_list[i] for i in np.argmax(want, axis=-1)[real]]
+    assert [label.decode() for label in got["labels"].numpy()[real]] == names
     by_ids = loaded.signatures["serving_default"](**{k: tf.constant([packed[0][k]]) for k in ID_INPUTS})
     assert sorted(by_ids) == ["labels", "probabilities"]  # the tokens come with text only
     with pytest.raises(ValueError, match="return 'start_offsets' themselves"):
@@ -938,7 +962,7 @@ def test_query_runs_every_kind_of_signature_with_tensorflow_texts_ops(opened, se
     for signature in ("serving_default", "tf_example"):
         got = _query(opened, signature=signature, **ids)
         for name in ENCODER_OUTPUTS:
-            diff = max_diff(got[name], batch[name][2])
+            diff = max_diff(got[name], as_packed(name, {name: batch[name][2]}, batch["input_mask"][2]))
             assert report(f"query {signature} {name} - original", diff) <= 1e-5
     count = batch["masked_lm_positions"].shape[1]  # the export's width is MAX_PREDICTIONS
     positions = _joined([*batch["masked_lm_positions"][2], *[0] * (MAX_PREDICTIONS - count)])

@@ -81,6 +81,7 @@ def export_bert(
     force_do_lower_case=False,
     pooling=None,
     normalize=None,
+    pack_tokens=True,
 ):
     """Exports a BERT checkpoint: `serving_default`, `text`, `text_pair`, `tf_example`, with
     heads `pretraining`, and with `doc_stride` `text_windowed`. With a pooling (given, or
@@ -91,7 +92,7 @@ def export_bert(
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
         config is optional for a `.keras` file).
       vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
-        overwrite, text_tokens, doc_stride, window_batch_size, max_windowed_tokens: As
+        overwrite, text_tokens, doc_stride, window_batch_size, max_windowed_tokens, pack_tokens: As
         `export_saved_model` (`do_lower_case` None: resolved by `open_pretrained`).
       force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
@@ -151,6 +152,7 @@ def export_bert(
         doc_stride=doc_stride,
         window_batch_size=window_batch_size,
         max_windowed_tokens=max_windowed_tokens,
+        pack_tokens=pack_tokens,
     )
     return path, report
 
@@ -192,6 +194,11 @@ class ExportOptions(ModelFileOptions, WindowOptions):
         None,
         "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else false).",
     )
+    pack_tokens: bool = option(
+        True,
+        "Run the dense layers on the real tokens only, skipping the padding of a request's shorter "
+        "texts (their outputs at the padding are zeros; false: the original's values there).",
+    )
     version: int = option(None, "Version to write (default: one above the highest existing).")
     overwrite: bool = option(False, "Replace the version if it exists.")
 
@@ -221,6 +228,7 @@ def run_export(options):
         force_do_lower_case=options.force_do_lower_case,
         pooling=options.pooling,
         normalize=options.normalize,
+        pack_tokens=options.pack_tokens,
     )
     if report is not None:
         print(report)

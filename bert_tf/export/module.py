@@ -40,6 +40,7 @@ import tensorflow as tf
 from bert_tf import files, onednn
 from bert_tf.export.versioning import versioned_directory
 from bert_tf.labels import LABELS_FILE, write_labels
+from bert_tf.modeling.token_packing import token_packing
 from bert_tf.modeling.pooling import BertSentenceEncoder
 from bert_tf.text import graph_windows
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
@@ -833,6 +834,7 @@ def export_saved_model(
     window_batch_size=WINDOW_BATCH_SIZE,
     max_windowed_tokens=MAX_WINDOWED_TOKENS,
     choices=False,
+    pack_tokens=True,
 ):
     """Writes a model as a SavedModel version for TF Serving.
 
@@ -857,6 +859,9 @@ def export_saved_model(
       choices: Whether the model takes [batch, choices, seq] ids (a multiple-choice model): its
         signatures are then `serving_default` on such ids and `text_choices` (see
         `ExportModule`).
+      pack_tokens: Whether the signatures run the model's dense layers on the real tokens only
+        (`bert_tf.modeling.token_packing`): the same outputs at the real tokens, zeros at the padding
+        (the original computes values there), and the padding costs only its attention.
 
     Returns:
       The version directory written; with a `NamedLabels` model it also holds
@@ -873,7 +878,11 @@ def export_saved_model(
             "embedding tables (a lookup past a table fails only on a CPU; a negative id reads "
             "the table's last rows)"
         )
-    with versioned_directory(export_dir, version, overwrite) as (tmp, final):
+    models = [model, *(extra.model for extra in (extra_signatures or {}).values())]
+    with (
+        versioned_directory(export_dir, version, overwrite) as (tmp, final),
+        token_packing(models, pack_tokens),
+    ):
         module = ExportModule(
             served,
             vocab_file,

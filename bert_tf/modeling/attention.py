@@ -92,7 +92,15 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             return projection(x)
         return ops.matmul(ops.cast(x, self.compute_dtype), ops.cast(projection.kernel, self.compute_dtype))
 
-    def call(self, hidden_states, input_mask, training=False, from_states=None, defer_value_bias=False):
+    def call(
+        self,
+        hidden_states,
+        input_mask,
+        training=False,
+        from_states=None,
+        defer_value_bias=False,
+        packing=None,
+    ):
         """Args:
           hidden_states: float [batch, seq, H], or [batch * seq, H] (the encoder's layout): the
             states attended to (the original's `to_tensor`), and by default those attending.
@@ -104,6 +112,9 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             these rows only.
           defer_value_bias: Return the value bias beside the context instead of adding it, when
             the biases are folded (see the class); the caller adds it to every row.
+          packing: None, or the `Packing` of `input_mask` (`bert_tf.modeling.token_packing`):
+            `hidden_states` are then the real tokens' rows [tokens, H], projected as they are
+            and spread to [batch * seq, H] for the attention; `from_states` must be None.
 
         Returns:
           float, the concatenated context of all heads, in the shape of `from_states` (by
@@ -121,9 +132,10 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         fused = self.fused_attention and not self.dropout.drops(training) and not (training and odd_lengths)
         fold = self.fold_biases and not training
         scale = 1.0 / math.sqrt(self.head_size)
-        query = self._heads(self._project(self.query, from_states, fused or not fold), from_length)
-        key = self._heads(self._project(self.key, hidden_states, not fold), length)
-        value = self._heads(self._project(self.value, hidden_states, not fold), length)
+        spread = (lambda x: x) if packing is None else packing.unpack
+        query = self._heads(spread(self._project(self.query, from_states, fused or not fold)), from_length)
+        key = self._heads(spread(self._project(self.key, hidden_states, not fold)), length)
+        value = self._heads(spread(self._project(self.value, hidden_states, not fold)), length)
         # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an export to
         # LiteRT would need TensorFlow's own kernel for it).
         adder = (1.0 - ops.reshape(ops.cast(input_mask, "float32"), (batch, 1, 1, length))) * MASK_ADDER
@@ -142,7 +154,10 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             # from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to its unfused attention.
             bias = ops.broadcast_to(adder, (batch, 1, from_length, length))
             context = ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
-        context = ops.reshape(context, ops.shape(from_states))
+        if packing is None:
+            context = ops.reshape(context, ops.shape(from_states))
+        else:
+            context = packing.pack(ops.reshape(context, (-1, self.hidden_size)))
         value_bias = self.value.bias if fold else None
         if defer_value_bias:
             return context, value_bias
@@ -195,19 +210,26 @@ class Attention(BertConfigured, keras.layers.Layer):
         self.self_attention.build()
         self.output_block.build()
 
-    def call(self, hidden_states, input_mask, training=False, from_states=None):
+    def call(self, hidden_states, input_mask, training=False, from_states=None, packing=None):
         """Args:
-          hidden_states: float [batch, seq, H] (or [batch * seq, H]), the layer input.
+          hidden_states: float [batch, seq, H] (or [batch * seq, H], or with `packing` the
+            real tokens' [tokens, H]), the layer input.
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
           from_states: None, or float [batch, R, H]: the rows of `hidden_states` the output is
             computed for (see `SelfAttention`); they are also the residual.
+          packing: None, or the `Packing` of `input_mask` that packed `hidden_states`.
 
         Returns:
           float, in the shape of `from_states` (by default `hidden_states`).
         """
         context, value_bias = self.self_attention(
-            hidden_states, input_mask, training=training, from_states=from_states, defer_value_bias=True
+            hidden_states,
+            input_mask,
+            training=training,
+            from_states=from_states,
+            defer_value_bias=True,
+            packing=packing,
         )
         residual = hidden_states if from_states is None else from_states
         return self.output_block(context, residual, training=training, input_offset=value_bias)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.gather import gather_indexes
+from bert_tf.modeling.token_packing import Packing
 from bert_tf.modeling.serialization import BertConfigured
 from bert_tf.modeling.transformer_layer import TransformerLayer
 
@@ -28,6 +29,7 @@ class Encoder(BertConfigured, keras.layers.Layer):
             TransformerLayer(self.config, name=f"layer_{i}", dtype=self.dtype_policy)
             for i in range(self.config.num_hidden_layers)
         ]
+        self.pack_tokens = False
 
     def build(self, input_shape=None):
         for layer in self.transformer_layers:
@@ -48,14 +50,22 @@ class Encoder(BertConfigured, keras.layers.Layer):
         """
         shape = ops.shape(hidden_states)
         hidden_states = ops.reshape(hidden_states, (-1, shape[-1]))
+        packing = None
+        if self.pack_tokens and not training and last_layer_positions is None:
+            packing = Packing(input_mask)
+            hidden_states = packing.pack(hidden_states)
+
+        def unpacked(x):
+            return ops.reshape(x if packing is None else packing.unpack(x), shape)
+
         all_layer_outputs = []
         *layers, last_layer = self.transformer_layers
         for layer in layers:
-            hidden_states = layer(hidden_states, input_mask, training=training)
-            all_layer_outputs.append(ops.reshape(hidden_states, shape))
+            hidden_states = layer(hidden_states, input_mask, training=training, packing=packing)
+            all_layer_outputs.append(unpacked(hidden_states))
         if last_layer_positions is None:
-            output = last_layer(hidden_states, input_mask, training=training)
-            all_layer_outputs.append(ops.reshape(output, shape))
+            output = last_layer(hidden_states, input_mask, training=training, packing=packing)
+            all_layer_outputs.append(unpacked(output))
         else:
             rows = gather_indexes(ops.reshape(hidden_states, shape), last_layer_positions)
             rows = ops.reshape(rows, (-1, ops.shape(last_layer_positions)[1], shape[-1]))

@@ -38,19 +38,21 @@ class TransformerLayer(BertConfigured, keras.layers.Layer):
         self.intermediate.build()
         self.output_block.build()
 
-    def call(self, hidden_states, input_mask, training=False, from_states=None):
+    def call(self, hidden_states, input_mask, training=False, from_states=None, packing=None):
         """Args:
-          hidden_states: float [batch, seq, H] (or [batch * seq, H]).
+          hidden_states: float [batch, seq, H] (or [batch * seq, H], or with `packing` the
+            real tokens' [tokens, H]).
           input_mask: [batch, seq] padding mask.
           training: Whether dropout is on.
           from_states: None, or float [batch, R, H], the rows of `hidden_states` to compute the
             output at (all positions still serve as keys and values).
+          packing: None, or the `Packing` of `input_mask` that packed `hidden_states`.
 
         Returns:
           float, in the shape of `from_states` (by default `hidden_states`).
         """
         attention_output = self.attention(
-            hidden_states, input_mask, training=training, from_states=from_states
+            hidden_states, input_mask, training=training, from_states=from_states, packing=packing
         )
         intermediate_output = self.intermediate(attention_output, training=training)
         return self.output_block(intermediate_output, attention_output, training=training)

@@ -1,0 +1,78 @@
+"""Token packing: an inference pass that runs the dense layers on the real tokens only.
+
+A batch padded to its longest row spends most of a Transformer layer's work (the projections,
+the attention output and the feed-forward block: every matmul but the attention's own) on rows
+of padding whose outputs nobody reads. With packing, the encoder gathers the real tokens of the
+[batch * seq, H] layout into [tokens, H] once, runs every dense layer on those rows, and spreads
+the queries, keys and values back to [batch * seq, H] (zeros at the padding) only for the
+attention itself, whose context it gathers again. The real tokens' outputs are the unpacked
+pass's (the same rows through the same matmuls); the padding positions' outputs, which the
+original computes and no mask-aware reader uses, are zeros.
+
+The packed shapes depend on the mask's values, so packing is for a pass traced with dynamic
+shapes (TensorFlow's graphs: the SavedModel export turns it on) or run eagerly; under `jax.jit`
+or XLA the shapes must be static and it stays off (the default).
+"""
+
+import contextlib
+
+from keras import ops
+
+from bert_tf.modeling.training_forms import sublayers
+
+
+class Packing:
+    """Where a batch's real tokens are in its [batch * seq, H] layout, and back.
+
+    Args:
+      input_mask: int [batch, seq], 1 for real tokens and 0 for padding.
+
+    Attributes:
+      token_rows: int32 [tokens], the flattened positions of the real tokens, in order.
+      padded_rows: int32 [batch * seq], for each position its row in the packed [tokens, H]
+        matrix, or `tokens` (the zero row `unpack` appends) at the padding.
+    """
+
+    def __init__(self, input_mask):
+        flat = ops.cast(ops.reshape(input_mask, (-1,)), "int32")
+        real = ops.greater(flat, 0)
+        self.token_rows = ops.cast(ops.reshape(ops.nonzero(real)[0], (-1,)), "int32")
+        tokens = ops.shape(self.token_rows)[0]
+        self.padded_rows = ops.where(real, ops.cumsum(flat) - 1, tokens)
+
+    def pack(self, x):
+        """[batch * seq, W] -> [tokens, W], the real tokens' rows."""
+        return ops.take(x, self.token_rows, axis=0)
+
+    def unpack(self, x):
+        """[tokens, W] -> [batch * seq, W], zeros at the padding."""
+        zeros = ops.zeros((1, ops.shape(x)[-1]), x.dtype)
+        return ops.take(ops.concatenate([x, zeros], axis=0), self.padded_rows, axis=0)
+
+
+@contextlib.contextmanager
+def token_packing(models, on=True):
+    """Packing on (or off) in the inference passes of every encoder below `models` while the
+    context is open (e.g. while a SavedModel's signatures are traced), as it was after.
+
+    Args:
+      models: Keras models or layers, or other objects holding them as public attributes
+        (`bert_tf.modeling.training_forms.sublayers`).
+      on: Whether the encoders pack.
+
+    Yields:
+      The number of encoders found (0: none).
+    """
+    encoders = {}
+    for model in models:
+        for layer in [model, *sublayers(model)]:
+            if hasattr(layer, "pack_tokens"):
+                encoders[id(layer)] = layer
+    before = {key: encoder.pack_tokens for key, encoder in encoders.items()}
+    for encoder in encoders.values():
+        encoder.pack_tokens = on
+    try:
+        yield len(encoders)
+    finally:
+        for key, encoder in encoders.items():
+            encoder.pack_tokens = before[key]
