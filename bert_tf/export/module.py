@@ -40,8 +40,8 @@ import tensorflow as tf
 from bert_tf import files, onednn
 from bert_tf.export.versioning import versioned_directory
 from bert_tf.labels import LABELS_FILE, write_labels
-from bert_tf.modeling.token_packing import token_packing
 from bert_tf.modeling.pooling import BertSentenceEncoder
+from bert_tf.modeling.token_packing import token_packing
 from bert_tf.text import graph_windows
 from bert_tf.text.graph_tokenizer import GraphTokenizer, pack_ids
 from bert_tf.text.windows import WINDOW_POOLINGS

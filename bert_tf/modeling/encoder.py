@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.gather import gather_indexes
-from bert_tf.modeling.token_packing import Packing
 from bert_tf.modeling.serialization import BertConfigured
+from bert_tf.modeling.token_packing import Packing
 from bert_tf.modeling.transformer_layer import TransformerLayer
 
 
