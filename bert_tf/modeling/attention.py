@@ -132,21 +132,36 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         fused = self.fused_attention and not self.dropout.drops(training) and not (training and odd_lengths)
         fold = self.fold_biases and not training
         scale = 1.0 / math.sqrt(self.head_size)
-        spread = (lambda x: x) if packing is None else packing.unpack
-        query = self._heads(spread(self._project(self.query, from_states, fused or not fold)), from_length)
-        key = self._heads(spread(self._project(self.key, hidden_states, not fold)), length)
-        value = self._heads(spread(self._project(self.value, hidden_states, not fold)), length)
+        # Packed rows are spread back to the batch's positions; for the explicit attention with
+        # its heads first, as they are gathered.
+        heads_first = packing is not None and not fused
+
+        def heads(rows, rows_length):
+            if packing is None:
+                return self._heads(rows, rows_length)
+            if heads_first:
+                return packing.unpack_heads(rows, self.num_heads)
+            return self._heads(packing.unpack(rows), rows_length)
+
+        query = heads(self._project(self.query, from_states, fused or not fold), from_length)
+        key = heads(self._project(self.key, hidden_states, not fold), length)
+        value = heads(self._project(self.value, hidden_states, not fold), length)
         # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an export to
         # LiteRT would need TensorFlow's own kernel for it).
         adder = (1.0 - ops.reshape(ops.cast(input_mask, "float32"), (batch, 1, 1, length))) * MASK_ADDER
         if not fused:
             if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
                 query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
-                query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
-                adder = adder + ops.cast(ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1))), "float32")
+                if heads_first:  # [batch, heads, seq, head_size] @ [heads, head_size, 1]
+                    query_bias = ops.reshape(query_bias, (self.num_heads, self.head_size, 1))
+                    term = ops.reshape(ops.matmul(key, query_bias), (batch, self.num_heads, 1, length))
+                else:
+                    query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
+                    term = ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1)))
+                adder = adder + ops.cast(term, "float32")
             # The query scaled before the product, not after: in float16, Q K^T overflows
             # (65504) long before Q K^T / sqrt(head_size) does.
-            context = self.explicit_attention(query * scale, key, value, adder, training)
+            context = self.explicit_attention(query * scale, key, value, adder, training, heads_first)
         else:
             # The backend's fused attention (flash attention where it has one): the scores are
             # accumulated, scaled and normalised in float32, and the scale costs no pass over
@@ -156,6 +171,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             context = ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
         if packing is None:
             context = ops.reshape(context, ops.shape(from_states))
+        elif heads_first:
+            context = packing.pack_heads(context)
         else:
             context = packing.pack(ops.reshape(context, (-1, self.hidden_size)))
         value_bias = self.value.bias if fold else None
@@ -163,7 +180,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             return context, value_bias
         return context if value_bias is None else context + ops.cast(value_bias, context.dtype)
 
-    def explicit_attention(self, query, key, value, adder, training):
+    def explicit_attention(self, query, key, value, adder, training, heads_first=False):
         """`softmax(Q K^T + adder)` with dropout on the probabilities, then `P V`, step by step.
 
         The softmax is taken in float32, except in a bfloat16 pass that is not training, where
@@ -177,18 +194,22 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           key, value: [batch, seq, heads, head_size].
           adder: float32 [batch, 1, 1, seq], 0 for real tokens and -10000 for padding.
           training: Whether the dropout is applied.
+          heads_first: Whether the inputs and the result are [batch, heads, seq, head_size].
 
         Returns:
-          [batch, from_seq, heads, head_size].
+          [batch, from_seq, heads, head_size] ([batch, heads, from_seq, head_size] with
+          `heads_first`).
         """
-        query, key, value = (ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value))
+        if not heads_first:
+            query, key, value = (ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value))
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         if training or scores.dtype != "bfloat16":
             scores = ops.cast(scores, "float32")
         probs = ops.softmax(scores + ops.cast(adder, scores.dtype), axis=-1)
         probs = ops.cast(probs, self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        return ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        context = ops.matmul(probs, value)
+        return context if heads_first else ops.transpose(context, (0, 2, 1, 3))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -5,7 +5,9 @@ the attention output and the feed-forward block: every matmul but the attention'
 of padding whose outputs nobody reads. With packing, the encoder gathers the real tokens of the
 [batch * seq, H] layout into [tokens, H] once, runs every dense layer on those rows, and spreads
 the queries, keys and values back to [batch * seq, H] (zeros at the padding) only for the
-attention itself, whose context it gathers again. The real tokens' outputs are the unpacked
+attention itself, whose context it gathers again. The explicit attention takes its heads first
+([batch, heads, seq, head_size]): those gathers lay them out so, in place of the transposes the
+unpacked pass makes. The real tokens' outputs are the unpacked
 pass's (the same rows through the same matmuls); the padding positions' outputs, which the
 original computes and no mask-aware reader uses, are zeros.
 
@@ -34,6 +36,8 @@ class Packing:
     """
 
     def __init__(self, input_mask):
+        self.batch, self.length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        self._head_rows = {}
         flat = ops.cast(ops.reshape(input_mask, (-1,)), "int32")
         real = ops.greater(flat, 0)
         self.token_rows = ops.cast(ops.reshape(ops.nonzero(real)[0], (-1,)), "int32")
@@ -48,6 +52,51 @@ class Packing:
         """[tokens, W] -> [batch * seq, W], zeros at the padding."""
         zeros = ops.zeros((1, ops.shape(x)[-1]), x.dtype)
         return ops.take(ops.concatenate([x, zeros], axis=0), self.padded_rows, axis=0)
+
+    def unpack_heads(self, x, heads):
+        """[tokens, heads * size] -> [batch, heads, seq, size], zeros at the padding: `unpack`
+        and the split into heads, heads first, as one gather of the [size] rows.
+
+        Args:
+          x: float [tokens, W], W a multiple of `heads` known when traced.
+          heads: The number of heads.
+
+        Returns:
+          float [batch, heads, seq, W / heads].
+        """
+        size = x.shape[-1] // heads
+        zeros = ops.zeros((1, x.shape[-1]), x.dtype)
+        rows = ops.reshape(ops.concatenate([x, zeros], axis=0), (-1, size))
+        _, padded = self._heads_rows(heads)
+        return ops.reshape(ops.take(rows, padded, axis=0), (self.batch, heads, self.length, size))
+
+    def pack_heads(self, x):
+        """[batch, heads, seq, size] -> [tokens, heads * size]: the real tokens' rows, heads
+        joined, as one gather of the [size] rows (the inverse of `unpack_heads`).
+
+        Args:
+          x: float [batch, heads, seq, size], `heads` and `size` known when traced.
+
+        Returns:
+          float [tokens, heads * size].
+        """
+        heads, size = x.shape[1], x.shape[3]
+        tokens, _ = self._heads_rows(heads)
+        return ops.reshape(ops.take(ops.reshape(x, (-1, size)), tokens, axis=0), (-1, heads * size))
+
+    def _heads_rows(self, heads):
+        """The gathers' row indices with `heads` heads: the real tokens' rows of the heads-first
+        [batch * heads * seq] layout, token-major ([tokens * heads]), and for each position of
+        that layout its row of the [(tokens + 1) * heads] split of the packed matrix (computed
+        once per pass)."""
+        if heads not in self._head_rows:
+            head = ops.arange(heads, dtype="int32")
+            sequence, position = self.token_rows // self.length, self.token_rows % self.length
+            tokens = (sequence[:, None] * heads + head[None, :]) * self.length + position[:, None]
+            padded = ops.reshape(self.padded_rows, (self.batch, 1, self.length)) * heads
+            padded = padded + ops.reshape(head, (1, heads, 1))
+            self._head_rows[heads] = (ops.reshape(tokens, (-1,)), ops.reshape(padded, (-1,)))
+        return self._head_rows[heads]
 
 
 @contextlib.contextmanager
