@@ -65,16 +65,17 @@ def synthetic_batch(batch, seed=0):
     }
 
 
-def run_in_fresh_process(script, *args, missing="No module named", env=None):
+def run_in_fresh_process(script, *args, missing="No module named", env=None, python=None):
     """Runs `script --worker ...args` in a fresh process and returns the JSON of its `RESULT `
     line; None if it failed because a module is missing (`missing` in its stderr). `env`: more
-    environment variables for the process (e.g. `TF_ENABLE_ONEDNN_OPTS`).
+    environment variables for the process (e.g. `TF_ENABLE_ONEDNN_OPTS`); `python`: the
+    interpreter (default this one), e.g. another environment's with torch.
 
     Raises:
       RuntimeError: The worker failed otherwise (with the end of its stderr).
     """
     result = subprocess.run(
-        [sys.executable, script, "--worker", *args],
+        [python or sys.executable, script, "--worker", *args],
         capture_output=True,
         text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})),

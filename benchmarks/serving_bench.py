@@ -1,8 +1,8 @@
 """Serving raw text: the exported `text` and `text_windowed` signatures against Hugging Face
 transformers on CPU torch, and against `serving_default` fed ids padded to `--max_seq_length`.
 
-  python benchmarks/serving_bench.py [--rounds=3] [--doc_stride=96] [--long_texts=8] [--offsets]
-                                     [--breakdown]
+  python benchmarks/serving_bench.py [--rounds=3] [--hf_python=PYTHON] [--doc_stride=96]
+                                     [--long_texts=8] [--offsets] [--breakdown]
 
 One BERT-base model (random weights, BERT's uncased vocabulary) is written once as a Google
 checkpoint, exported by `export_bert` with `--doc_stride` and converted for transformers by
@@ -19,7 +19,9 @@ process, the two alternated, `--rounds` times; the median of the rounds is repor
   position: what every request cost before the text signatures padded to the request and the
   export ran its dense layers on the real tokens only. (The default export's `serving_default`
   on those ids, `fixed, packed` in the rounds' lines, skips the padding's dense work.)
-- transformers: `BertTokenizerFast` + `BertModel` (SDPA attention) under `torch.inference_mode`,
+- transformers: `BertTokenizerFast` + `BertModel` (SDPA attention) under `torch.inference_mode`, in
+  the Python of `--hf_python` (one with transformers and torch: the `bench` extra, or another
+  environment),
   padding to the longest text; long texts cut into the same windows (`stride`, HF's overlap, =
   `max_seq_length - 2 - doc_stride`, `return_overflowing_tokens`), their outputs per window.
 
@@ -327,6 +329,12 @@ def main():
         help="Also time, for short texts, each system's model alone and one layer's matmuls.",
     )
     parser.add_argument(
+        "--hf_python",
+        default=sys.executable,
+        help="A Python with transformers and torch for its workers (the `bench` extra, or another "
+        "environment; default this one).",
+    )
+    parser.add_argument(
         "--work_dir", default=None, help="Where to write the model (default: a temporary one)."
     )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -372,7 +380,12 @@ def run_rounds(script, work_dir, texts, setup, lengths, args, env, prefix):
         seconds, windows = {}, {}
         for system in systems:
             extra = [setup["export"], setup["export_unpacked"]] if system == "bert_tf" else []
-            result = run_in_fresh_process(script, system, work_dir, *extra, *lengths, env=env)
+            python = args.hf_python if system == "transformers" else None
+            result = run_in_fresh_process(script, system, work_dir, *extra, *lengths, env=env, python=python)
+            if result is None:
+                raise SystemExit(
+                    f"the {system} worker lacks a module: pass --hf_python=PYTHON_WITH_TRANSFORMERS"
+                )
             seconds.update(result["seconds"])
             windows.update(result.get("windows", {}))
         say(f"round {index + 1}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in sorted(seconds.items())))
