@@ -615,6 +615,17 @@ for name, batch in batches.items():
         out = pretrainer(mf.model_inputs(batch)) if eager else calls[pretrainer](mf.model_inputs(batch))
         for key in keys[pretrainer]:
             worst = max(worst, float(np.abs(np.asarray(out[key]) - batch[key]).max()))
+# Token packing (an export's inference pass), eager: the original's outputs at the real tokens,
+# zeros at the padding.
+from bert_tf.modeling.token_packing import token_packing
+batch = batches[smallest]
+real = (batch["input_mask"] > 0)[..., None]
+assert not real.all()
+with token_packing([model]) as count:
+    assert count == 1
+    packed = model.bert({{k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}})
+difference = np.asarray(packed["sequence_output"]) - batch["sequence_output"] * real
+worst = max(worst, float(np.abs(difference).max()))
 # A batch of 0 rows in training (dropout's draws and masks of an empty batch).
 empty = {{name: np.zeros((0, 8), np.int32) for name in ("input_ids", "input_mask", "segment_ids")}}
 empty["masked_lm_positions"] = np.zeros((0, 3), np.int32)
