@@ -31,12 +31,20 @@ def test_packing_indices_and_their_round_trip():
     rows = packing.pack(tf.constant(x))
     np.testing.assert_array_equal(rows, x[mask.reshape(-1) > 0])
     np.testing.assert_array_equal(packing.unpack(rows), x * (mask.reshape(-1, 1) > 0))
+    # The same with the heads laid out first: [tokens, heads * size] <-> [batch, heads, seq, size].
+    heads_first = packing.unpack_heads(rows, 2)  # two heads of one
+    want = np.transpose((x * (mask.reshape(-1, 1) > 0)).reshape(4, 3, 2, 1), (0, 2, 1, 3))
+    np.testing.assert_array_equal(heads_first, want)
+    np.testing.assert_array_equal(packing.pack_heads(heads_first), rows)
     # No real token at all (an empty batch, or only padding): nothing to gather, all zeros back.
     for empty in (np.zeros([0, 4], np.int32), np.zeros([2, 3], np.int32)):
         packing = Packing(tf.constant(empty))
         rows = packing.pack(tf.zeros([empty.size, 2]))
         assert rows.shape == (0, 2)
         np.testing.assert_array_equal(packing.unpack(rows), np.zeros([empty.size, 2]))
+        np.testing.assert_array_equal(
+            packing.unpack_heads(rows, 2), np.zeros([*empty.shape[:1], 2, empty.shape[1], 1])
+        )
 
 
 @pytest.mark.onednn_both

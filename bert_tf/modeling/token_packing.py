@@ -7,9 +7,9 @@ of padding whose outputs nobody reads. With packing, the encoder gathers the rea
 the queries, keys and values back to [batch * seq, H] (zeros at the padding) only for the
 attention itself, whose context it gathers again. The explicit attention takes its heads first
 ([batch, heads, seq, head_size]): those gathers lay them out so, in place of the transposes the
-unpacked pass makes. The real tokens' outputs are the unpacked
-pass's (the same rows through the same matmuls); the padding positions' outputs, which the
-original computes and no mask-aware reader uses, are zeros.
+unpacked pass makes. The real tokens' outputs are the unpacked pass's (the same rows through the
+same matmuls); the padding positions' outputs, which the original computes and no mask-aware
+reader uses, are zeros.
 
 The packed shapes depend on the mask's values, so packing is for a pass traced with dynamic
 shapes (TensorFlow's graphs: the SavedModel export turns it on) or run eagerly; under `jax.jit`
