@@ -31,7 +31,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -124,20 +123,6 @@ def st_worker(work_dir, hf_dir):
     return {"seconds": seconds, "torch_threads": torch.get_num_threads()}
 
 
-def run_st(st_python, script, work_dir, hf_dir):
-    """`st_worker` in a fresh process of `st_python`; its result."""
-    result = subprocess.run(
-        [st_python, script, "--worker", "sentence_transformers", work_dir, hf_dir],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    for line in result.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT ") :])
-    raise RuntimeError(f"sentence-transformers worker failed:\n{result.stderr[-3000:]}")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -184,7 +169,14 @@ def main():
                 if system == "bert_tf":
                     result = run_in_fresh_process(script, "bert_tf", work_dir, setup["export"])
                 else:
-                    result = run_st(args.st_python, script, work_dir, setup["hf_dir"])
+                    result = run_in_fresh_process(
+                        script, "sentence_transformers", work_dir, setup["hf_dir"], python=args.st_python
+                    )
+                    if result is None:
+                        raise SystemExit(
+                            "the sentence-transformers worker lacks a module: pass "
+                            "--st_python=PYTHON_WITH_SENTENCE_TRANSFORMERS"
+                        )
                 seconds[system] = result["seconds"]
             rounds.append(seconds)
             print(

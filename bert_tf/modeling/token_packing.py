@@ -50,8 +50,7 @@ class Packing:
 
     def unpack(self, x):
         """[tokens, W] -> [batch * seq, W], zeros at the padding."""
-        zeros = ops.zeros((1, ops.shape(x)[-1]), x.dtype)
-        return ops.take(ops.concatenate([x, zeros], axis=0), self.padded_rows, axis=0)
+        return ops.take(_with_zero_row(x), self.padded_rows, axis=0)
 
     def unpack_heads(self, x, heads):
         """[tokens, heads * size] -> [batch, heads, seq, size], zeros at the padding: `unpack`
@@ -65,8 +64,7 @@ class Packing:
           float [batch, heads, seq, W / heads].
         """
         size = x.shape[-1] // heads
-        zeros = ops.zeros((1, x.shape[-1]), x.dtype)
-        rows = ops.reshape(ops.concatenate([x, zeros], axis=0), (-1, size))
+        rows = ops.reshape(_with_zero_row(x), (-1, size))
         _, padded = self._heads_rows(heads)
         return ops.reshape(ops.take(rows, padded, axis=0), (self.batch, heads, self.length, size))
 
@@ -97,6 +95,11 @@ class Packing:
             padded = padded + ops.reshape(head, (1, heads, 1))
             self._head_rows[heads] = (ops.reshape(tokens, (-1,)), ops.reshape(padded, (-1,)))
         return self._head_rows[heads]
+
+
+def _with_zero_row(x):
+    """[tokens, W] -> [tokens + 1, W]: the row that padding positions read."""
+    return ops.concatenate([x, ops.zeros((1, ops.shape(x)[-1]), x.dtype)], axis=0)
 
 
 @contextlib.contextmanager
