@@ -31,8 +31,12 @@ def test_packing_indices_and_their_round_trip():
     rows = packing.pack(tf.constant(x))
     np.testing.assert_array_equal(rows, x[mask.reshape(-1) > 0])
     np.testing.assert_array_equal(packing.unpack(rows), x * (mask.reshape(-1, 1) > 0))
+    # Spread from rows with a padding row of their own: every padding position reads it.
+    padding_row = np.array([[-7.0, -8.0]], np.float32)
+    spread = packing.spread(tf.concat([rows, padding_row], 0))
+    np.testing.assert_array_equal(spread, np.where(mask.reshape(-1, 1) > 0, x, padding_row))
     # The same with the heads laid out first: [tokens, heads * size] <-> [batch, heads, seq, size].
-    heads_first = packing.unpack_heads(rows, 2)  # two heads of one
+    heads_first = packing.spread_heads(packing.with_padding_row(rows), 2)  # two heads of one
     want = np.transpose((x * (mask.reshape(-1, 1) > 0)).reshape(4, 3, 2, 1), (0, 2, 1, 3))
     np.testing.assert_array_equal(heads_first, want)
     np.testing.assert_array_equal(packing.pack_heads(heads_first), rows)
@@ -43,7 +47,8 @@ def test_packing_indices_and_their_round_trip():
         assert rows.shape == (0, 2)
         np.testing.assert_array_equal(packing.unpack(rows), np.zeros([empty.size, 2]))
         np.testing.assert_array_equal(
-            packing.unpack_heads(rows, 2), np.zeros([*empty.shape[:1], 2, empty.shape[1], 1])
+            packing.spread_heads(packing.with_padding_row(rows), 2),
+            np.zeros([*empty.shape[:1], 2, empty.shape[1], 1]),
         )
 
 

@@ -38,17 +38,15 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     accelerator) chooses the backend's fused attention when no dropout applies; otherwise
     `explicit_attention` computes the same context step by step.
 
-    `fold_biases` (default: on) computes the projections of an inference pass as matmuls
-    without their biases where what a bias contributes costs no pass over the [tokens, H]
-    activations. The scores `(q_i + b_q) . (k_j + b_k)` differ from `(q_i + b_q) . k_j` by
-    `(q_i + b_q) . b_k`, the same for every key j, which the softmax does not see: the key bias
-    is dropped. Each row of probabilities sums to one, so the value bias adds `b_v` to every
-    context row: `Attention` moves it into its output dense layer's bias. The explicit form
-    also splits `b_q . k_j` off the scores into the mask's adder, a [batch, heads, 1, seq] term;
-    the fused attention keeps the query bias, since its bias would have to be that term spread
-    over every query ([batch, heads, from_seq, seq]). (TensorFlow's oneDNN runs a matmul fused
-    with its bias as an inner product on the kernel as stored, a matmul alone as its faster
-    brgemm kernels; on a GPU each bias is a pass of its own: BUILD_NOTES.md.)
+    `fold_biases` (default: on) computes the key and value projections of an inference pass as
+    matmuls without their biases. The scores `(q_i + b_q) . (k_j + b_k)` differ from
+    `(q_i + b_q) . k_j` by `(q_i + b_q) . b_k`, the same for every key j, which the softmax does
+    not see: the key bias is dropped. Each row of probabilities sums to one, so the value bias
+    adds `b_v` to every context row: `Attention` moves it into its output dense layer's bias.
+    The explicit form's query is `x @ (W_q / sqrt(head_size)) + b_q / sqrt(head_size)`: the
+    scale multiplies the [H, H] kernel, not the [tokens, H] queries. (TensorFlow's oneDNN runs a
+    matmul fused with its bias as an inner product on the kernel as stored, a matmul alone as
+    its faster brgemm kernels; on a GPU each bias is a pass of its own: BUILD_NOTES.md.)
     """
 
     def __init__(self, config, name="self", **kwargs):
@@ -91,6 +89,20 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         if with_bias:
             return projection(x)
         return ops.matmul(ops.cast(x, self.compute_dtype), ops.cast(projection.kernel, self.compute_dtype))
+
+    def _scaled_query(self, x, scale):
+        """`query(x) * scale` as `x @ (kernel * scale) + bias * scale`, in the shape of `x`.
+
+        The bias is added to the product's [rows, heads, head_size] view: TensorFlow's oneDNN
+        rewrite would fuse a matmul and the bias added to it into its slower inner product.
+        """
+        kernel = ops.cast(self.query.kernel, self.compute_dtype) * scale
+        bias = ops.cast(self.query.bias, self.compute_dtype) * scale
+        product = ops.reshape(
+            ops.matmul(ops.cast(x, self.compute_dtype), kernel), (-1, self.num_heads, self.head_size)
+        )
+        product = product + ops.reshape(bias, (self.num_heads, self.head_size))
+        return ops.reshape(product, ops.shape(x))
 
     def call(
         self,
@@ -136,32 +148,32 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         # its heads first, as they are gathered.
         heads_first = packing is not None and not fused
 
+        if packing is not None:  # the row each padding position reads
+            hidden_states = from_states = packing.with_padding_row(hidden_states)
+
         def heads(rows, rows_length):
             if packing is None:
                 return self._heads(rows, rows_length)
             if heads_first:
-                return packing.unpack_heads(rows, self.num_heads)
-            return self._heads(packing.unpack(rows), rows_length)
+                return packing.spread_heads(rows, self.num_heads)
+            return self._heads(packing.spread(rows), rows_length)
 
-        query = heads(self._project(self.query, from_states, fused or not fold), from_length)
+        if fused:  # the fused attention takes the scale
+            query = self._project(self.query, from_states, True)
+        elif fold:
+            query = self._scaled_query(from_states, scale)
+        else:
+            # The query scaled before the product, not after: in float16, Q K^T overflows
+            # (65504) long before Q K^T / sqrt(head_size) does.
+            query = self.query(from_states) * scale
+        query = heads(query, from_length)
         key = heads(self._project(self.key, hidden_states, not fold), length)
         value = heads(self._project(self.value, hidden_states, not fold), length)
         # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an export to
         # LiteRT would need TensorFlow's own kernel for it).
         adder = (1.0 - ops.reshape(ops.cast(input_mask, "float32"), (batch, 1, 1, length))) * MASK_ADDER
         if not fused:
-            if fold:  # b_q . k_j / sqrt(head_size), per head and key: [batch, heads, 1, seq]
-                query_bias = ops.cast(self.query.bias, self.compute_dtype) * scale
-                if heads_first:  # [batch, heads, seq, head_size] @ [heads, head_size, 1]
-                    query_bias = ops.reshape(query_bias, (self.num_heads, self.head_size, 1))
-                    term = ops.reshape(ops.matmul(key, query_bias), (batch, self.num_heads, 1, length))
-                else:
-                    query_bias = ops.reshape(query_bias, (self.num_heads, 1, self.head_size))
-                    term = ops.matmul(query_bias, ops.transpose(key, (0, 2, 3, 1)))
-                adder = adder + ops.cast(term, "float32")
-            # The query scaled before the product, not after: in float16, Q K^T overflows
-            # (65504) long before Q K^T / sqrt(head_size) does.
-            context = self.explicit_attention(query * scale, key, value, adder, training, heads_first)
+            context = self.explicit_attention(query, key, value, adder, training, heads_first)
         else:
             # The backend's fused attention (flash attention where it has one): the scores are
             # accumulated, scaled and normalised in float32, and the scale costs no pass over
@@ -190,7 +202,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         scores up and the probabilities back.
 
         Args:
-          query: [batch, from_seq, heads, head_size], already scaled by `1 / sqrt(head_size)`.
+          query: [batch, from_seq, heads, head_size], already scaled by `1 / sqrt(head_size)`
+            (before the product: in float16, Q K^T overflows long before the scaled scores do).
           key, value: [batch, seq, heads, head_size].
           adder: float32 [batch, 1, 1, seq], 0 for real tokens and -10000 for padding.
           training: Whether the dropout is applied.

@@ -4,8 +4,10 @@ A batch padded to its longest row spends most of a Transformer layer's work (the
 the attention output and the feed-forward block: every matmul but the attention's own) on rows
 of padding whose outputs nobody reads. With packing, the encoder gathers the real tokens of the
 [batch * seq, H] layout into [tokens, H] once, runs every dense layer on those rows, and spreads
-the queries, keys and values back to [batch * seq, H] (zeros at the padding) only for the
-attention itself, whose context it gathers again. The explicit attention takes its heads first
+the queries, keys and values back to [batch * seq, H] only for the attention itself, whose
+context it gathers again. Each layer appends one zero row to its input before the projections,
+and every padding position reads that row's projection: a finite value that the mask hides
+from every real token (a padding position's query is never gathered back). The explicit attention takes its heads first
 ([batch, heads, seq, head_size]): those gathers lay them out so, in place of the transposes the
 unpacked pass makes. The real tokens' outputs are the unpacked pass's (the same rows through the
 same matmuls); the padding positions' outputs, which the original computes and no mask-aware
@@ -32,7 +34,7 @@ class Packing:
     Attributes:
       token_rows: int32 [tokens], the flattened positions of the real tokens, in order.
       padded_rows: int32 [batch * seq], for each position its row in the packed [tokens, H]
-        matrix, or `tokens` (the zero row `unpack` appends) at the padding.
+        matrix, or `tokens` (the row `with_padding_row` appends) at the padding.
     """
 
     def __init__(self, input_mask):
@@ -48,29 +50,40 @@ class Packing:
         """[batch * seq, W] -> [tokens, W], the real tokens' rows."""
         return ops.take(x, self.token_rows, axis=0)
 
+    def with_padding_row(self, x):
+        """[tokens, W] -> [tokens + 1, W]: a zero row appended, the row every padding position
+        of `spread` and `spread_heads` reads."""
+        return ops.concatenate([x, ops.zeros((1, ops.shape(x)[-1]), x.dtype)], axis=0)
+
     def unpack(self, x):
         """[tokens, W] -> [batch * seq, W], zeros at the padding."""
-        return ops.take(_with_zero_row(x), self.padded_rows, axis=0)
+        return self.spread(self.with_padding_row(x))
 
-    def unpack_heads(self, x, heads):
-        """[tokens, heads * size] -> [batch, heads, seq, size], zeros at the padding: `unpack`
-        and the split into heads, heads first, as one gather of the [size] rows.
+    def spread(self, rows):
+        """[tokens + 1, W] -> [batch * seq, W]: each real token's row at its position, the last
+        row (the padding row) at every padding position."""
+        return ops.take(rows, self.padded_rows, axis=0)
+
+    def spread_heads(self, rows, heads):
+        """[tokens + 1, heads * size] -> [batch, heads, seq, size]: `spread` and the split into
+        heads, heads first, as one gather of the [size] rows.
 
         Args:
-          x: float [tokens, W], W a multiple of `heads` known when traced.
+          rows: float [tokens + 1, W], the last row the padding's (`with_padding_row`, or
+            computed from it), W a multiple of `heads` known when traced.
           heads: The number of heads.
 
         Returns:
           float [batch, heads, seq, W / heads].
         """
-        size = x.shape[-1] // heads
-        rows = ops.reshape(_with_zero_row(x), (-1, size))
+        size = rows.shape[-1] // heads
         _, padded = self._heads_rows(heads)
-        return ops.reshape(ops.take(rows, padded, axis=0), (self.batch, heads, self.length, size))
+        rows = ops.take(ops.reshape(rows, (-1, size)), padded, axis=0)
+        return ops.reshape(rows, (self.batch, heads, self.length, size))
 
     def pack_heads(self, x):
         """[batch, heads, seq, size] -> [tokens, heads * size]: the real tokens' rows, heads
-        joined, as one gather of the [size] rows (the inverse of `unpack_heads`).
+        joined, as one gather of the [size] rows (the inverse of `spread_heads`).
 
         Args:
           x: float [batch, heads, seq, size], `heads` and `size` known when traced.
@@ -95,11 +108,6 @@ class Packing:
             padded = padded + ops.reshape(head, (1, heads, 1))
             self._head_rows[heads] = (ops.reshape(tokens, (-1,)), ops.reshape(padded, (-1,)))
         return self._head_rows[heads]
-
-
-def _with_zero_row(x):
-    """[tokens, W] -> [tokens + 1, W]: the row that padding positions read."""
-    return ops.concatenate([x, ops.zeros((1, ops.shape(x)[-1]), x.dtype)], axis=0)
 
 
 @contextlib.contextmanager
