@@ -7,11 +7,11 @@ of padding whose outputs nobody reads. With packing, the encoder gathers the rea
 the queries, keys and values back to [batch * seq, H] only for the attention itself, whose
 context it gathers again. Each layer appends one zero row to its input before the projections,
 and every padding position reads that row's projection: a finite value that the mask hides
-from every real token (a padding position's query is never gathered back). The explicit attention takes its heads first
-([batch, heads, seq, head_size]): those gathers lay them out so, in place of the transposes the
-unpacked pass makes. The real tokens' outputs are the unpacked pass's (the same rows through the
-same matmuls); the padding positions' outputs, which the original computes and no mask-aware
-reader uses, are zeros.
+from every real token (a padding position's query is never gathered back). The explicit
+attention takes its heads first ([batch, heads, seq, head_size]): those gathers lay them out
+so, in place of the transposes the unpacked pass makes. The real tokens' outputs are the
+unpacked pass's (the same rows through the same matmuls); the padding positions' outputs, which
+the original computes and no mask-aware reader uses, are zeros.
 
 The packed shapes depend on the mask's values, so packing is for a pass traced with dynamic
 shapes (TensorFlow's graphs: the SavedModel export turns it on) or run eagerly; under `jax.jit`
