@@ -1,12 +1,13 @@
 """`model_settings.json`: what a model directory records beside `bert_config.json` that the
 original's config does not hold, so that it travels with the model: how its text is tokenized
-(`do_lower_case`) and how it makes a sentence vector (`pooling`, `normalize`).
+(`do_lower_case`) and how it makes a sentence vector (`pooling`, `normalize`) of how many
+WordPieces (`max_seq_length`: sentence-transformers' length, past which `encode()` cuts a text).
 
 `bert_config.json` keeps the original's keys only (the original's code reads it). A key absent
 from the file, or the file absent (Google's released directories), means "not recorded": the
 tools then decide as the original does, or infer (their docs say how).
 
-    {"do_lower_case": true, "pooling": "mean", "normalize": true}
+    {"do_lower_case": true, "max_seq_length": 256, "normalize": true, "pooling": "mean"}
 """
 
 import dataclasses
@@ -28,11 +29,14 @@ class ModelSettings:
       do_lower_case: Whether its tokenizer lower-cases and strips accents.
       pooling: How its sentence vector pools the last layer (one of `POOLINGS`).
       normalize: Whether the sentence vector is scaled to unit length.
+      max_seq_length: The sentence encoder's sequence length: the WordPieces, `[CLS]` and `[SEP]`
+        included, past which its text is cut.
     """
 
     do_lower_case: bool = None
     pooling: str = None
     normalize: bool = None
+    max_seq_length: int = None
 
     def to_dict(self):
         """The recorded keys only."""
@@ -57,9 +61,21 @@ def read_settings(directory):
         if key == "pooling":
             if value not in POOLINGS:
                 raise ValueError(f"{path}: pooling {value!r} is not one of {', '.join(POOLINGS)}")
+        elif key == "max_seq_length":
+            check_max_seq_length(value, path)
         elif not isinstance(value, bool):
             raise ValueError(f"{path}: {key} {value!r} is not true or false")
     return ModelSettings(**data)
+
+
+def check_max_seq_length(value, where):
+    """Raises unless `value` is a sequence length, an integer above 0.
+
+    Raises:
+      ValueError: `where: max_seq_length <value> is not a positive integer`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: max_seq_length {value!r} is not a positive integer")
 
 
 def write_settings(directory, settings):

@@ -1054,3 +1054,41 @@ def test_text_tokens_flag_adds_tokens_offsets_and_segments(tmp_path, tokenizer, 
     assert spans == [b"Google", b"did", b",", b"in", b"2018", b"."]
     assert got["start_offsets"][1].numpy().tolist()[:4] == [-1, 0, 7, -1]  # "naive", "cafe": bytes
     assert got["end_offsets"][1].numpy().tolist()[:4] == [-1, 6, 12, -1]
+
+
+def test_the_length_is_the_flag_else_the_recorded_one_else_128(tmp_path, caplog):
+    """`--max_seq_length` given wins; else the one recorded in the model's `model_settings.json`
+    (a sentence encoder's); else 128: the export holds it and `text` cuts a long text there."""
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(mf.GOOGLE_TINY_CONFIG, model / "bert_config.json")
+    (model / "model_settings.json").write_text('{"max_seq_length": 20}\n')
+    long_text = " ".join(["hello"] * 40)  # 40 WordPieces, 42 with [CLS] and [SEP]
+    settings_file = str(model / "model_settings.json")
+    for given, want, said in ((None, 20, f"(recorded in {settings_file})"), (24, 24, "(given)")):
+        options = ExportOptions(
+            bert_config_file=str(model / "bert_config.json"),
+            init_checkpoint=mf.GOOGLE_TINY_CKPT,
+            vocab_file=VOCAB,
+            max_seq_length=given,
+            export_dir=str(tmp_path / "bert"),
+        )
+        caplog.clear()
+        with caplog.at_level("INFO", logger="bert_tf.export.bert"):
+            loaded = tf.saved_model.load(run_export(options))
+        assert f"max_seq_length={want} {said}" in caplog.text
+        assert int(loaded.max_seq_length.numpy()) == want
+        assert loaded.signatures["text"](text=tf.constant([long_text]))["sequence_output"].shape[1] == want
+    # google_tiny records none.
+    path, _ = export_bert(
+        mf.GOOGLE_TINY_CKPT,
+        mf.GOOGLE_TINY_CONFIG,
+        VOCAB,
+        True,
+        None,
+        str(tmp_path / "bert"),
+        text_signatures=False,
+    )
+    assert int(tf.saved_model.load(path).max_seq_length.numpy()) == 128

@@ -9,6 +9,7 @@ The real all-MiniLM-L6-v2 against sentence-transformers' `encode()` is
 import json
 import logging
 import os
+import re
 import shutil
 
 import numpy as np
@@ -16,7 +17,14 @@ import pytest
 
 from bert_tf import BertConfig, BertSentenceEncoder, load_google_checkpoint
 from bert_tf.checkpoints import converter, hf, reference
-from bert_tf.model_settings import POOLINGS, ModelSettings, read_settings
+from bert_tf.model_settings import (
+    POOLINGS,
+    SETTINGS_FILE,
+    ModelSettings,
+    copy_settings,
+    read_settings,
+    write_settings,
+)
 from bert_tf.modeling.pooling import SentencePooling, pool_tokens
 from bert_tf.tasks.features import task as features_task
 from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
@@ -29,6 +37,9 @@ HF_TINY_MODEL = os.path.join(DATA, "hf_tiny", "model")
 ST_MODULES = os.path.join(DATA, "st_modules")
 VOCAB = os.path.join(mf.GOOGLE_TINY, "vocab.txt")
 TEXTS = ["Hello world.", "Who was Jim Henson? He was a puppeteer from Mississippi.", "Hi"]
+# all-MiniLM-L6-v2's sentence_bert_config.json as published (sentence-transformers 2 wrote it), with
+# a length within hf_tiny's 32 positions.
+SENTENCE_CONFIG = '{\n  "max_seq_length": 24,\n  "do_lower_case": false\n}'
 
 
 def numpy_pooling(tokens, mask, pooling, normalize):
@@ -151,9 +162,12 @@ def test_windows_pool_every_piece_of_the_text_from_its_max_context_window(tiny):
     np.testing.assert_allclose(record["sentence_embedding"], want, atol=1e-6)
 
 
-def sentence_transformers_layout(directory, pooling_config, kinds=("Transformer", "Pooling", "Normalize")):
+def sentence_transformers_layout(
+    directory, pooling_config, kinds=("Transformer", "Pooling", "Normalize"), sentence_config=None
+):
     """hf_tiny's BertModel with sentence-transformers' modules of `kinds` (as version 2 named
-    their types) and `pooling_config` as the Pooling module's config."""
+    their types), `pooling_config` as the Pooling module's config and, where given, the text
+    `sentence_config` as its sentence_bert_config.json."""
     shutil.copytree(HF_TINY_MODEL, directory)
     paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize", "Dense": "2_Dense"}
     modules = [
@@ -164,6 +178,9 @@ def sentence_transformers_layout(directory, pooling_config, kinds=("Transformer"
         json.dump(modules, f)
     with open(os.path.join(directory, "1_Pooling", "config.json"), "w", encoding="utf-8") as f:
         json.dump(pooling_config, f)
+    if sentence_config is not None:
+        with open(os.path.join(directory, "sentence_bert_config.json"), "w", encoding="utf-8") as f:
+            f.write(sentence_config)
     return directory
 
 
@@ -201,6 +218,96 @@ def test_the_modules_are_recorded_and_written_back_as_sentence_transformers_writ
     assert read_tree(str(tmp_path / "back"), names) == want
     # What is written back reads back.
     assert hf.read_sentence_modules(str(tmp_path / "back")) == ("mean", True)
+    # No length recorded: none written (the tokenizer's model_max_length applies).
+    assert not (tmp_path / "back" / "sentence_bert_config.json").exists()
+
+
+def test_the_length_is_recorded_and_written_back_as_it_was_read(tmp_path):
+    """sentence_bert_config.json's max_seq_length: recorded in model_settings.json, and written
+    back by --hf_output_dir as the file was (keys, order, indentation)."""
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"), {"pooling_mode": "cls"}, ("Transformer", "Pooling"), SENTENCE_CONFIG
+    )
+    google = tmp_path / "google"
+    assert converter.hf_to_google(source, str(google)).written
+    assert json.loads((google / SETTINGS_FILE).read_text()) == {
+        "do_lower_case": False,
+        "max_seq_length": 24,
+        "normalize": False,
+        "pooling": "cls",
+    }
+    back = tmp_path / "back"
+    converter.google_to_hf(
+        str(google / "bert_config.json"), str(google), str(google / "vocab.txt"), False, str(back)
+    )
+    assert (back / "sentence_bert_config.json").read_text().rstrip("\n") == SENTENCE_CONFIG
+    assert hf.read_sentence_length(str(back), 32) == 24
+
+
+def test_a_length_is_read_only_where_sentence_transformers_reads_it(tmp_path):
+    """Not beside a model with no Pooling module bert_tf records, nor from a file without the key
+    (version 6's)."""
+    unused = str(tmp_path / "unused")
+    shutil.copytree(HF_TINY_MODEL, unused)  # lists no Pooling module
+    (tmp_path / "unused" / "sentence_bert_config.json").write_text(SENTENCE_CONFIG)
+    assert hf.read_hf_model(unused).max_seq_length is None
+    weighted = sentence_transformers_layout(
+        str(tmp_path / "weighted"), {"pooling_mode": "weightedmean"}, sentence_config=SENTENCE_CONFIG
+    )
+    assert hf.read_hf_model(weighted).max_seq_length is None
+    version_6 = {"transformer_task": "feature-extraction", "module_output_name": "token_embeddings"}
+    mean = sentence_transformers_layout(
+        str(tmp_path / "mean"), {"pooling_mode": "mean"}, sentence_config=json.dumps(version_6)
+    )
+    model = hf.read_hf_model(mean)
+    assert (model.pooling, model.max_seq_length) == ("mean", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("{", r"sentence_bert_config\.json: not valid JSON"),
+        ("[24]", r"sentence_bert_config\.json: not a JSON object"),
+        (
+            '{"max_seq_length": "24"}',
+            r"sentence_bert_config\.json: max_seq_length '24' is not a positive integer",
+        ),
+        ('{"max_seq_length": 0}', r"sentence_bert_config\.json: max_seq_length 0 is not a positive integer"),
+        (
+            '{"max_seq_length": 33}',
+            r"sentence_bert_config\.json: max_seq_length 33 is above config\.json's max_position_embeddings "
+            r"\(32\)$",
+        ),
+    ],
+    ids=["not JSON", "not an object", "a string", "zero", "past the positions"],
+)
+def test_a_bad_sentence_bert_config_is_refused_naming_it(tmp_path, text, error):
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"), {"pooling_mode": "mean"}, sentence_config=text
+    )
+    with pytest.raises(ValueError, match=error):
+        converter.hf_to_google(source, str(tmp_path / "google"))
+    assert not (tmp_path / "google").exists()
+
+
+def test_the_settings_read_validate_and_travel(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    settings = ModelSettings(do_lower_case=True, pooling="mean", normalize=True, max_seq_length=256)
+    write_settings(str(source), settings)
+    assert json.loads((source / SETTINGS_FILE).read_text())["max_seq_length"] == 256
+    assert read_settings(str(source)) == settings
+    # A copy beside a converted model (convert_checkpoint --output/--keras_model) carries it.
+    target.mkdir()
+    copy_settings(str(source), str(target))
+    assert read_settings(str(target)).max_seq_length == 256
+    for value in (0, -1, 2.5, "256", True, None):
+        (source / SETTINGS_FILE).write_text(json.dumps({"max_seq_length": value}))
+        with pytest.raises(
+            ValueError,
+            match=f"^{re.escape(str(source / SETTINGS_FILE))}: max_seq_length .* is not a positive integer$",
+        ):
+            read_settings(str(source))
 
 
 def test_modules_bert_tf_does_not_compute_are_not_recorded(tmp_path, caplog):

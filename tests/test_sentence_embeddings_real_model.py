@@ -64,10 +64,12 @@ def recorded_key(mode, normalize):
     return f"{mode}_normalized" if normalize else mode
 
 
-def test_the_converter_records_the_published_modules(google):
-    """Mean pooling and Normalize, and the tokenizer's casing (uncased, whatever its
-    sentence_bert_config.json says)."""
-    assert read_settings(google) == ModelSettings(do_lower_case=True, pooling="mean", normalize=True)
+def test_the_converter_records_the_published_modules(google, recorded):
+    """Mean pooling and Normalize, the length sentence-transformers cuts texts at, and the
+    tokenizer's casing (uncased, whatever its sentence_bert_config.json says)."""
+    assert read_settings(google) == ModelSettings(
+        do_lower_case=True, pooling="mean", normalize=True, max_seq_length=int(recorded["max_seq_length"])
+    )
 
 
 def test_the_keras_model_gives_encode_for_every_pooling(google, recorded):
@@ -153,7 +155,7 @@ def test_the_export_applies_the_recorded_pooling_and_gives_encode(google, record
     assert_same_embeddings(windowed, [python["sentence_embedding"]])
 
 
-def test_the_modules_go_back_to_hf_as_sentence_transformers_wrote_them(google, tmp_path):
+def test_the_modules_go_back_to_hf_as_sentence_transformers_wrote_them(google, recorded, tmp_path):
     back = str(tmp_path / "hf")
     converter.google_to_hf(
         os.path.join(google, "bert_config.json"), google, os.path.join(google, "vocab.txt"), True, back
@@ -165,3 +167,12 @@ def test_the_modules_go_back_to_hf_as_sentence_transformers_wrote_them(google, t
         ):
             assert json.load(f) == json.load(g), name
     assert hf.read_sentence_modules(back) == ("mean", True)
+    # The length as the published model gives it (sentence-transformers reads it as its
+    # max_seq_length: `check_sentence_modules.py`), in the published file's form.
+    name = hf.SENTENCE_CONFIG_FILE
+    with (
+        open(os.path.join(back, name), encoding="utf-8") as f,
+        open(os.path.join(real_model.fetch_hf_model(), name), encoding="utf-8") as g,
+    ):
+        assert f.read().rstrip("\n") == g.read()
+    assert hf.read_sentence_length(back, 512) == int(recorded["max_seq_length"])

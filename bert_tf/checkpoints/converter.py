@@ -285,9 +285,10 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
 
     `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
     (the original's names), the `checkpoint` state file, `model_settings.json` (the tokenizer's
-    `do_lower_case`, and the pooling and normalisation of a sentence encoder: sentence-transformers'
-    modules), and `labels.txt` for a classifier or tagger; all of them or, if anything fails or
-    the check is above `tolerance`, none.
+    `do_lower_case`, and the pooling, normalisation and sequence length of a sentence encoder:
+    sentence-transformers' modules and `sentence_bert_config.json`), and `labels.txt` for a
+    classifier or tagger; all of them or, if anything fails or the check is above `tolerance`,
+    none.
 
     Args:
       hf_model: The HF model directory (`hf.read_hf_model`).
@@ -313,7 +314,12 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
         write_checkpoint_state(tmp, [CHECKPOINT_NAME])
         model.config.to_json_file(os.path.join(tmp, CONFIG_NAME))
         hf.write_lines(os.path.join(tmp, hf.VOCAB_FILE), model.vocab)
-        settings = model_settings.ModelSettings(model.do_lower_case, model.pooling, model.normalize)
+        settings = model_settings.ModelSettings(
+            do_lower_case=model.do_lower_case,
+            pooling=model.pooling,
+            normalize=model.normalize,
+            max_seq_length=model.max_seq_length,
+        )
         model_settings.write_settings(tmp, settings)
         if model.labels is not None:
             hf.write_lines(os.path.join(tmp, label_files.LABELS_FILE), model.labels)
@@ -359,7 +365,8 @@ def google_to_hf(
     tagger's labels are `labels_file`'s, else those of the `labels.txt` beside the checkpoint
     (in its directory: the `--output_dir` of the run that trained it, or a converted HF model's
     directory), else HF's defaults (`LABEL_0`, ...). A pooling recorded in the `model_settings.json`
-    beside `bert_config_file` is written as sentence-transformers' modules.
+    beside `bert_config_file` is written as sentence-transformers' modules, with the sequence length
+    recorded there as their `sentence_bert_config.json`.
 
     Args:
       bert_config_file, init_checkpoint, vocab_file: The model's files, checked together
@@ -427,6 +434,7 @@ def google_to_hf(
         head=head,
         pooling=settings.pooling,
         normalize=settings.normalize,
+        max_seq_length=settings.max_seq_length,
     )
     hf.write_hf_model(model, hf_output_dir)
     return model
@@ -514,7 +522,11 @@ def run_convert(options):
             return 1
         if model.pooling is not None:
             normalized = ", normalized" if model.normalize else ""
-            print(f"Sentence vector: {model.pooling} pooling{normalized} (recorded in model_settings.json).")
+            length = f", of {model.max_seq_length} WordPieces at most" if model.max_seq_length else ""
+            print(
+                f"Sentence vector: {model.pooling} pooling{normalized}{length} (recorded in "
+                "model_settings.json)."
+            )
         print(f"Wrote {options.output_dir} (the other tools read its casing from model_settings.json):")
         print(f"--do_lower_case={str(model.do_lower_case).lower()}")
         return 0

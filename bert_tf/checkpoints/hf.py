@@ -5,8 +5,9 @@ the weights under the original's names, the tokenizer's settings and the labels;
 A directory is read as transformers writes it: `config.json`; `model.safetensors`, or its
 shards listed by `model.safetensors.index.json` (`pytorch_model.bin` only through torch, when
 it is installed, unpickled with `weights_only=True`); `vocab.txt`, or `tokenizer.json`'s
-WordPiece vocabulary; `tokenizer_config.json`; sentence-transformers' `modules.json` and the
-`Pooling` module it lists (`read_sentence_modules`). Other files are not read.
+WordPiece vocabulary; `tokenizer_config.json`; sentence-transformers' `modules.json`, the
+`Pooling` module it lists (`read_sentence_modules`) and `sentence_bert_config.json`
+(`read_sentence_length`). Other files are not read.
 
 Names: HF's `bert.encoder.layer.0.attention.self.query.weight` is the original's
 `bert/encoder/layer_0/attention/self/query/kernel`, transposed (a torch `Linear` holds
@@ -175,6 +176,7 @@ class HfModel:
       head: The fine-tuning `Head` (`bert_tf.modeling.head_table`), or None.
       pooling: The sentence vector's pooling of the last layer (`read_sentence_modules`), or None.
       normalize: Whether the sentence vector is scaled to unit length, or None.
+      max_seq_length: The sentence encoder's sequence length (`read_sentence_length`), or None.
     """
 
     config: BertConfig
@@ -187,6 +189,7 @@ class HfModel:
     head: object = None
     pooling: str = None
     normalize: bool = None
+    max_seq_length: int = None
 
 
 def read_hf_config(directory):
@@ -498,8 +501,21 @@ def read_hf_model(directory):
                 f"{directory}: the {head.hf_module} of a {head.name} has {width} outputs, not {head.width}"
             )
     pooling, normalize = read_sentence_modules(directory)
+    max_seq_length = None
+    if pooling is not None:
+        max_seq_length = read_sentence_length(directory, config.max_position_embeddings)
     return HfModel(
-        config, architecture, weights, vocab, do_lower_case, labels, unused, head, pooling, normalize
+        config,
+        architecture,
+        weights,
+        vocab,
+        do_lower_case,
+        labels,
+        unused,
+        head,
+        pooling,
+        normalize,
+        max_seq_length,
     )
 
 
@@ -624,10 +640,15 @@ def write_hf_model(model, directory):
 
 # sentence-transformers' layout beside the transformer's files: `modules.json` lists the modules
 # in order, each in its folder; a `Pooling` module's `config.json` names its mode ("pooling_mode",
-# or one true `pooling_mode_*` key in files written before version 6), and a `Normalize` module
-# scales to unit length. Written as sentence-transformers 6.2 writes them, without the
-# transformer's `sentence_bert_config.json` (its defaults: the tokenizer's `model_max_length`).
+# or one true `pooling_mode_*` key in files written before version 6), a `Normalize` module
+# scales to unit length, and the transformer's `sentence_bert_config.json` may give the length
+# `encode()` cuts texts at (`max_seq_length`; without it, the tokenizer's `model_max_length`). The
+# modules are written as sentence-transformers 6.2 writes them; a recorded length as versions
+# before 6 wrote it (all-MiniLM-L6-v2's `{"max_seq_length": N, "do_lower_case": false}`), which
+# 6.2 reads: 6.2's own `save` puts the length in the tokenizer's `model_max_length`, which bert_tf
+# writes as max_position_embeddings.
 MODULES_FILE = "modules.json"
+SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
 POOLING_DIR = "1_Pooling"
 NORMALIZE_DIR = "2_Normalize"
 _MODULE_TYPES = {
@@ -701,9 +722,45 @@ def read_sentence_modules(directory):
     return mode, len(kinds) == 3
 
 
+def read_sentence_length(directory, max_position_embeddings):
+    """sentence-transformers' `max_seq_length` of the sentence encoder in `directory`: the
+    WordPieces, `[CLS]` and `[SEP]` included, past which its `encode()` cuts a text.
+
+    Args:
+      directory: A sentence-transformers model directory (`read_sentence_modules`).
+      max_position_embeddings: The transformer's (its `config.json`'s).
+
+    Returns:
+      The `max_seq_length` of its `sentence_bert_config.json`, or None where the file, or the key
+      (version 6's files), is absent.
+
+    Raises:
+      ValueError: The file is not a JSON object, or its `max_seq_length` not a positive integer
+        or above `max_position_embeddings`; the message names the file.
+    """
+    from bert_tf.model_settings import check_max_seq_length
+
+    path = os.path.join(directory, SENTENCE_CONFIG_FILE)
+    if not files.isfile(path):
+        return None
+    length = files.read_json(path).get("max_seq_length")
+    if length is None:
+        return None
+    check_max_seq_length(length, path)
+    # sentence-transformers takes a given max_seq_length as it is (it caps the tokenizer's
+    # model_max_length at max_position_embeddings only where none is given), and its encode()
+    # then fails on a longer text: there is no encode() to reproduce past the positions.
+    if length > max_position_embeddings:
+        raise ValueError(
+            f"{path}: max_seq_length {length} is above {CONFIG_FILE}'s max_position_embeddings "
+            f"({max_position_embeddings})"
+        )
+    return length
+
+
 def _write_sentence_modules(model, directory):
-    """Writes `model`'s pooling and normalisation (an `HfModel` whose `pooling` is set) to
-    `directory` as sentence-transformers' modules."""
+    """Writes `model`'s pooling, normalisation and sequence length (an `HfModel` whose `pooling`
+    is set) to `directory` as sentence-transformers' modules."""
     modules = [("Transformer", "")]
     modules.append(("Pooling", POOLING_DIR))
     files.makedirs(os.path.join(directory, POOLING_DIR))
@@ -722,3 +779,8 @@ def _write_sentence_modules(model, directory):
         for i, (kind, path) in enumerate(modules)
     ]
     _write_text(os.path.join(directory, MODULES_FILE), json.dumps(listed, indent=2) + "\n")
+    if model.max_seq_length is not None:
+        # do_lower_case false: no lower-casing of sentence-transformers' own before the
+        # tokenizer's (tokenizer_config.json's), as bert_tf records none.
+        length = {"max_seq_length": model.max_seq_length, "do_lower_case": False}
+        _write_text(os.path.join(directory, SENTENCE_CONFIG_FILE), json.dumps(length, indent=2) + "\n")

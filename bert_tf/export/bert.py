@@ -2,6 +2,7 @@
 
 import dataclasses
 import logging
+import os
 
 import keras
 import tensorflow as tf
@@ -16,7 +17,7 @@ from bert_tf.export.module import (
 )
 from bert_tf.export.versioning import check_version
 from bert_tf.model_files import ModelFileOptions
-from bert_tf.model_settings import POOLINGS, read_settings, settings_directory
+from bert_tf.model_settings import POOLINGS, SETTINGS_FILE, read_settings, settings_directory
 from bert_tf.modeling import BertPretrainer, BertSentenceEncoder
 from bert_tf.options import option, redefine
 from bert_tf.text.windows import WindowOptions
@@ -25,6 +26,8 @@ ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
 SENTENCE_OUTPUT = "sentence_embedding"
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
 PRETRAINING_SIGNATURE = "pretraining"
+# Without --max_seq_length or a recorded one: the length the other tools default to.
+DEFAULT_MAX_SEQ_LENGTH = ModelFileOptions.max_seq_length
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +94,11 @@ def export_bert(
     Args:
       init_checkpoint, bert_config_file: The model (`bert_tf.checkpoints.pretrained`; the
         config is optional for a `.keras` file).
-      vocab_file, do_lower_case, max_seq_length, export_dir, text_signatures, version,
-        overwrite, text_tokens, doc_stride, window_batch_size, max_windowed_tokens, pack_tokens: As
-        `export_saved_model` (`do_lower_case` None: resolved by `open_pretrained`).
+      vocab_file, do_lower_case, export_dir, text_signatures, version, overwrite, text_tokens,
+        doc_stride, window_batch_size, max_windowed_tokens, pack_tokens: As `export_saved_model`
+        (`do_lower_case` None: resolved by `open_pretrained`).
+      max_seq_length: As `export_saved_model`; None for the model's recorded one (a sentence
+        encoder's, `model_settings.json`), else `DEFAULT_MAX_SEQ_LENGTH`.
       force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
@@ -114,10 +119,21 @@ def export_bert(
         raise ValueError("--init_checkpoint is required")
     if pooling is not None and pooling not in POOLINGS:
         raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)}, got {pooling!r}")
+    directory = settings_directory(bert_config_file, init_checkpoint)
+    recorded = read_settings(directory)
+    if max_seq_length is not None:
+        logger.info("max_seq_length=%d (given)", max_seq_length)
+    elif recorded.max_seq_length is not None:
+        max_seq_length = recorded.max_seq_length
+        logger.info(
+            "max_seq_length=%d (recorded in %s)", max_seq_length, os.path.join(directory, SETTINGS_FILE)
+        )
+    else:
+        max_seq_length = DEFAULT_MAX_SEQ_LENGTH
+        logger.info("max_seq_length=%d (the default: none given or recorded)", max_seq_length)
     pretrained = open_pretrained(
         bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length, force_do_lower_case
     )
-    recorded = read_settings(settings_directory(bert_config_file, init_checkpoint))
     pooling = recorded.pooling if pooling is None else pooling
     normalize = bool(recorded.normalize if normalize is None else normalize)
     if normalize and pooling is None:
@@ -163,6 +179,15 @@ class ExportOptions(ModelFileOptions, WindowOptions):
 
     init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
     vocab_file: str = redefine(ModelFileOptions, "vocab_file", required=True)
+    max_seq_length: int = redefine(
+        ModelFileOptions,
+        "max_seq_length",
+        default=None,
+        help="Tokens per sequence after WordPiece, [CLS] and [SEP] included; longer inputs are truncated "
+        "(or read as windows), shorter ones padded (default: the max_seq_length recorded in "
+        "model_settings.json beside the model, a sentence encoder's by convert_checkpoint.py --hf_model; "
+        f"else {DEFAULT_MAX_SEQ_LENGTH}).",
+    )
     export_dir: str = option(None, "Model base directory (TF Serving's --model_base_path).", required=True)
     with_heads: bool = option(False, "Add the `pretraining` signature (masked LM and next sentence).")
     max_predictions_per_seq: int = option(20, "Width of masked_lm_positions in `pretraining`.")

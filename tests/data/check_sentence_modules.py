@@ -4,8 +4,8 @@ only check against files it wrote: that `SentenceTransformer` loads what `conver
 
 It converts the real all-MiniLM-L6-v2 (`tests.real_model.fetch_hf_model`) HF -> Google -> HF with
 bert_tf's tool, then in this process loads the result with `SentenceTransformer`: its modules must
-be Transformer, Pooling (mean) and Normalize, and `encode()` must give the recorded embeddings of
-`minilm_sentence_embeddings.npz` to 1e-5.
+be Transformer, Pooling (mean) and Normalize, its `max_seq_length` the published model's (recorded
+in `minilm_sentence_embeddings.npz`), and `encode()` must give the recorded embeddings to 1e-5.
 
 Run from the repository root, in the environment `make_sentence_embeddings.py` names, with
 bert_tf's own:
@@ -57,11 +57,13 @@ def main():
         kinds = [type(module).__name__ for module in model]
         assert kinds == ["Transformer", "Pooling", "Normalize"], kinds
         assert model[1].pooling_mode == "mean", model[1].pooling_mode
+        assert model.max_seq_length == int(recorded["max_seq_length"]), model.max_seq_length
         got = model.encode([str(text) for text in recorded["text"]], convert_to_numpy=True)
         difference = float(np.max(np.abs(got - recorded["published"])))
         assert difference <= 1e-5, difference
     print(
-        f"ok: {', '.join(kinds)} (mean pooling); encode() within {difference:.1e} of the recorded embeddings"
+        f"ok: {', '.join(kinds)} (mean pooling), max_seq_length {model.max_seq_length}; encode() within "
+        f"{difference:.1e} of the recorded embeddings"
     )
 
 

@@ -16,6 +16,8 @@ What the file holds, for `TEXTS`:
 - `text`: the texts;
 - `input_ids`: int32 [n, seq], the model's tokenizer on each text, padded with 0 to the longest;
 - `published`: float32 [n, 384], `SentenceTransformer(model).encode(TEXTS)`;
+- `max_seq_length`: int32 [], the published model's `max_seq_length` (its `sentence_bert_config.json`'s),
+  past which `encode()` cuts a text;
 - `<mode>` and `<mode>_normalized` for each of cls, mean, max, mean_sqrt_len_tokens: float32
   [n, 384], `encode` of `[Transformer, Pooling(mode)]` and `[Transformer, Pooling(mode),
   Normalize]` on the same weights.
@@ -65,6 +67,7 @@ def main():
     published = SentenceTransformer(hf_dir, device="cpu")
     transformer = published[0]
     arrays = {"text": np.array(TEXTS), "published": published.encode(TEXTS, convert_to_numpy=True)}
+    arrays["max_seq_length"] = np.array(published.max_seq_length, np.int32)
     encoded = [published.tokenizer(text)["input_ids"] for text in TEXTS]
     length = max(len(ids) for ids in encoded)
     arrays["input_ids"] = np.array([ids + [0] * (length - len(ids)) for ids in encoded], np.int32)
