@@ -23,33 +23,52 @@ def _ids(batch):
 
 
 def test_packing_indices_and_their_round_trip():
+    # Extents (the position after the last real token) 2, 0, 1, 3: packed in the order of rows
+    # 1, 2, 0, 3, split into the groups (1, 2), of length 1, and (0, 3), of length 3.
     mask = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1]], np.int32)
     packing = Packing(tf.constant(mask))
-    np.testing.assert_array_equal(packing.token_rows, [0, 1, 6, 9, 10, 11])
-    np.testing.assert_array_equal(packing.padded_rows, [0, 1, 6, 6, 6, 6, 2, 6, 6, 3, 4, 5])
+    np.testing.assert_array_equal(packing.token_rows, [6, 0, 1, 9, 10, 11])
+    np.testing.assert_array_equal(packing.padded_rows, [1, 2, 6, 6, 6, 6, 0, 6, 6, 3, 4, 5])
     x = np.arange(12 * 2, dtype=np.float32).reshape(12, 2) + 1
     rows = packing.pack(tf.constant(x))
-    np.testing.assert_array_equal(rows, x[mask.reshape(-1) > 0])
+    np.testing.assert_array_equal(rows, x[[6, 0, 1, 9, 10, 11]])
     np.testing.assert_array_equal(packing.unpack(rows), x * (mask.reshape(-1, 1) > 0))
-    # Spread from rows with a padding row of their own: every padding position reads it.
+    # Each group spreads the rows to its sequences at its length; every padding position reads
+    # the padding row; packing the spread gives the group's rows back, in packed order.
     padding_row = np.array([[-7.0, -8.0]], np.float32)
-    spread = packing.spread(tf.concat([rows, padding_row], 0))
-    np.testing.assert_array_equal(spread, np.where(mask.reshape(-1, 1) > 0, x, padding_row))
-    # The same with the heads laid out first: [tokens, heads * size] <-> [batch, heads, seq, size].
-    heads_first = packing.spread_heads(packing.with_padding_row(rows), 2)  # two heads of one
-    want = np.transpose((x * (mask.reshape(-1, 1) > 0)).reshape(4, 3, 2, 1), (0, 2, 1, 3))
-    np.testing.assert_array_equal(heads_first, want)
-    np.testing.assert_array_equal(packing.pack_heads(heads_first), rows)
+    with_padding = tf.concat([rows, padding_row], 0)
+    x_3d, real = x.reshape(4, 3, 2), (mask > 0)[..., None]
+    groups = [([1, 2], 1), ([0, 3], 3)]
+    assert len(packing.groups) == len(groups)
+    packed = []
+    for group, (sequences, length) in zip(packing.groups, groups):
+        np.testing.assert_array_equal(group.mask, mask[sequences, :length])
+        want = np.where(real[sequences, :length], x_3d[sequences, :length], padding_row)
+        spread = group.spread(with_padding)
+        np.testing.assert_array_equal(spread, want.reshape(-1, 2))
+        packed.append(group.pack(spread))
+        # The same with the heads laid out first: [tokens + 1, heads * size] <-> [batch, heads,
+        # length, size] (two heads of one).
+        heads_first = group.spread_heads(with_padding, 2)
+        np.testing.assert_array_equal(heads_first, np.transpose(want[..., None], (0, 2, 1, 3)))
+        np.testing.assert_array_equal(group.pack_heads(heads_first), packed[-1])
+    np.testing.assert_array_equal(np.concatenate(packed), rows)
+    # Three groups of a batch of four: sizes 1, 1 and 2, their rows consecutive in packed order.
+    packing = Packing(tf.constant(mask), groups=3)
+    assert [int(g.batch) for g in packing.groups] == [1, 1, 2]
+    assert [int(g.length) for g in packing.groups] == [0, 1, 3]
+    spreads = [g.pack_heads(g.spread_heads(with_padding, 2)) for g in packing.groups]
+    np.testing.assert_array_equal(np.concatenate(spreads), rows)
     # No real token at all (an empty batch, or only padding): nothing to gather, all zeros back.
     for empty in (np.zeros([0, 4], np.int32), np.zeros([2, 3], np.int32)):
         packing = Packing(tf.constant(empty))
         rows = packing.pack(tf.zeros([empty.size, 2]))
         assert rows.shape == (0, 2)
         np.testing.assert_array_equal(packing.unpack(rows), np.zeros([empty.size, 2]))
-        np.testing.assert_array_equal(
-            packing.spread_heads(packing.with_padding_row(rows), 2),
-            np.zeros([*empty.shape[:1], 2, empty.shape[1], 1]),
-        )
+        for group in packing.groups:
+            heads_first = group.spread_heads(packing.with_padding_row(rows), 2)
+            assert heads_first.shape == (group.batch, 2, 0, 1)  # every group's length is 0
+            assert group.pack_heads(heads_first).shape == (0, 2)
 
 
 @pytest.mark.onednn_both

@@ -133,7 +133,7 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
           default `hidden_states`). With `defer_value_bias`: `(context, value_bias)`, where
           `value_bias` is None unless the context leaves it out.
         """
-        batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        length = ops.shape(input_mask)[1]
         from_length = length if from_states is None else ops.shape(from_states)[1]
         if from_states is None:
             from_states = hidden_states
@@ -144,20 +144,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         fused = self.fused_attention and not self.dropout.drops(training) and not (training and odd_lengths)
         fold = self.fold_biases and not training
         scale = 1.0 / math.sqrt(self.head_size)
-        # Packed rows are spread back to the batch's positions; for the explicit attention with
-        # its heads first, as they are gathered.
-        heads_first = packing is not None and not fused
-
         if packing is not None:  # the row each padding position reads
             hidden_states = from_states = packing.with_padding_row(hidden_states)
-
-        def heads(rows, rows_length):
-            if packing is None:
-                return self._heads(rows, rows_length)
-            if heads_first:
-                return packing.spread_heads(rows, self.num_heads)
-            return self._heads(packing.spread(rows), rows_length)
-
         if fused:  # the fused attention takes the scale
             query = self._project(self.query, from_states, True)
         elif fold:
@@ -166,27 +154,46 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             # The query scaled before the product, not after: in float16, Q K^T overflows
             # (65504) long before Q K^T / sqrt(head_size) does.
             query = self.query(from_states) * scale
-        query = heads(query, from_length)
-        key = heads(self._project(self.key, hidden_states, not fold), length)
-        value = heads(self._project(self.value, hidden_states, not fold), length)
-        # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an export to
-        # LiteRT would need TensorFlow's own kernel for it).
-        adder = (1.0 - ops.reshape(ops.cast(input_mask, "float32"), (batch, 1, 1, length))) * MASK_ADDER
-        if not fused:
-            context = self.explicit_attention(query, key, value, adder, training, heads_first)
-        else:
+        key = self._project(self.key, hidden_states, not fold)
+        value = self._project(self.value, hidden_states, not fold)
+
+        def attend(query, key, value, mask, heads_first=False):
+            """The context of queries, keys and values in heads ([batch, seq, heads, size], or
+            with `heads_first` [batch, heads, seq, size]) under `mask` [batch, seq]."""
+            mask_batch, mask_length = ops.shape(mask)[0], ops.shape(mask)[1]
+            # A reshape, not `[:, None, None, :]`: TFLite's strided slice has no new axes (an
+            # export to LiteRT would need TensorFlow's own kernel for it).
+            mask = ops.reshape(ops.cast(mask, "float32"), (mask_batch, 1, 1, mask_length))
+            adder = (1.0 - mask) * MASK_ADDER
+            if not fused:
+                return self.explicit_attention(query, key, value, adder, training, heads_first)
             # The backend's fused attention (flash attention where it has one): the scores are
             # accumulated, scaled and normalised in float32, and the scale costs no pass over
             # the queries. cuDNN's (JAX on a GPU) takes a bias only of [batch or 1, heads or 1,
             # from_seq, seq]: at [batch, 1, 1, seq] JAX falls back to its unfused attention.
-            bias = ops.broadcast_to(adder, (batch, 1, from_length, length))
-            context = ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
+            from_length = ops.shape(query)[1]
+            bias = ops.broadcast_to(adder, (mask_batch, 1, from_length, mask_length))
+            return ops.dot_product_attention(query, key, value, bias=bias, scale=scale)
+
         if packing is None:
-            context = ops.reshape(context, ops.shape(from_states))
-        elif heads_first:
-            context = packing.pack_heads(context)
+            query, key, value = (
+                self._heads(x, n) for x, n in ((query, from_length), (key, length), (value, length))
+            )
+            context = ops.reshape(attend(query, key, value, input_mask), ops.shape(from_states))
         else:
-            context = packing.pack(ops.reshape(context, (-1, self.hidden_size)))
+            # Each group of sequences attends at its own length: the packed rows spread to its
+            # positions and its context gathered back to its rows. The explicit attention takes
+            # the heads first, as the gathers lay them out.
+            contexts = []
+            for group in packing.groups:
+                if fused:
+                    spread = (self._heads(group.spread(x), group.length) for x in (query, key, value))
+                    context = attend(*spread, group.mask)
+                    contexts.append(group.pack(ops.reshape(context, (-1, self.hidden_size))))
+                else:
+                    spread = (group.spread_heads(x, self.num_heads) for x in (query, key, value))
+                    contexts.append(group.pack_heads(attend(*spread, group.mask, heads_first=True)))
+            context = ops.concatenate(contexts, axis=0)
         value_bias = self.value.bias if fold else None
         if defer_value_bias:
             return context, value_bias
