@@ -39,9 +39,8 @@ def test_packing_indices_and_their_round_trip():
     with_padding = tf.concat([rows, padding_row], 0)
     x_3d, real = x.reshape(4, 3, 2), (mask > 0)[..., None]
     groups = [([1, 2], 1), ([0, 3], 3)]
-    assert len(packing.groups) == len(groups)
     packed = []
-    for group, (sequences, length) in zip(packing.groups, groups):
+    for group, (sequences, length) in zip(packing.groups, groups, strict=True):
         np.testing.assert_array_equal(group.mask, mask[sequences, :length])
         want = np.where(real[sequences, :length], x_3d[sequences, :length], padding_row)
         spread = group.spread(with_padding)
