@@ -43,8 +43,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
     `(q_i + b_q) . k_j` by `(q_i + b_q) . b_k`, the same for every key j, which the softmax does
     not see: the key bias is dropped. Each row of probabilities sums to one, so the value bias
     adds `b_v` to every context row: `Attention` moves it into its output dense layer's bias.
-    The explicit form's query is `x @ (W_q / sqrt(head_size)) + b_q / sqrt(head_size)`: the
-    scale multiplies the [H, H] kernel, not the [tokens, H] queries. (TensorFlow's oneDNN runs a
+    The explicit form adds the query bias and the scale `1 / sqrt(head_size)` to the projected
+    rows (packed: the real tokens' only), not to the padded queries. (TensorFlow's oneDNN runs a
     matmul fused with its bias as an inner product on the kernel as stored, a matmul alone as
     its faster brgemm kernels; on a GPU each bias is a pass of its own: BUILD_NOTES.md.)
     """
@@ -91,17 +91,17 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
         return ops.matmul(ops.cast(x, self.compute_dtype), ops.cast(projection.kernel, self.compute_dtype))
 
     def _scaled_query(self, x, scale):
-        """`query(x) * scale` as `x @ (kernel * scale) + bias * scale`, in the shape of `x`.
+        """`query(x) * scale`, in the shape of `x`.
 
         The bias is added to the product's [rows, heads, head_size] view: TensorFlow's oneDNN
         rewrite would fuse a matmul and the bias added to it into its slower inner product.
         """
-        kernel = ops.cast(self.query.kernel, self.compute_dtype) * scale
-        bias = ops.cast(self.query.bias, self.compute_dtype) * scale
+        kernel = ops.cast(self.query.kernel, self.compute_dtype)
+        bias = ops.cast(self.query.bias, self.compute_dtype)
         product = ops.reshape(
             ops.matmul(ops.cast(x, self.compute_dtype), kernel), (-1, self.num_heads, self.head_size)
         )
-        product = product + ops.reshape(bias, (self.num_heads, self.head_size))
+        product = (product + ops.reshape(bias, (self.num_heads, self.head_size))) * scale
         return ops.reshape(product, ops.shape(x))
 
     def call(
