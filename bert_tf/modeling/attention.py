@@ -126,7 +126,8 @@ class SelfAttention(BertConfigured, keras.layers.Layer):
             the biases are folded (see the class); the caller adds it to every row.
           packing: None, or the `Packing` of `input_mask` (`bert_tf.modeling.token_packing`):
             `hidden_states` are then the real tokens' rows [tokens, H], projected as they are
-            and spread to [batch * seq, H] for the attention; `from_states` must be None.
+            and spread to each `AttentionGroup`'s padded sequences for the attention;
+            `from_states` must be None.
 
         Returns:
           float, the concatenated context of all heads, in the shape of `from_states` (by
