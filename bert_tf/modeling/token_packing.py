@@ -60,7 +60,7 @@ class Packing:
         # The mask of the sorted sequences, and each real token's row in packed order.
         sorted_mask = ops.take(mask, order, axis=0)
         flat = ops.reshape(sorted_mask, (-1,))
-        sorted_rows = ops.cast(ops.reshape(ops.nonzero(flat)[0], (-1,)), "int32")
+        sorted_rows = _real_positions(sorted_mask)
         self.token_rows = ops.take(order, sorted_rows // length) * length + sorted_rows % length
         tokens = ops.shape(self.token_rows)[0]
         sorted_padded = ops.reshape(ops.where(flat > 0, ops.cumsum(flat) - 1, tokens), (batch, length))
@@ -104,7 +104,9 @@ class AttentionGroup:
         self.mask = mask
         self.batch, self.length = ops.shape(mask)[0], ops.shape(mask)[1]
         self.padded_rows = ops.reshape(padded_rows, (-1,))
-        self._rows = {}
+        # The flattened positions of the group's real tokens, in packed order.
+        self.token_positions = _real_positions(mask)
+        self._heads_rows_cache = {}
 
     def spread(self, rows):
         """[tokens + 1, W] -> [batch * length, W]: each real token's row at its position, the
@@ -114,7 +116,7 @@ class AttentionGroup:
     def pack(self, x):
         """[batch * length, W] -> [group tokens, W]: the group's real tokens' rows, in packed
         order (the inverse of `spread`)."""
-        return ops.take(x, self._token_positions(), axis=0)
+        return ops.take(x, self.token_positions, axis=0)
 
     def spread_heads(self, rows, heads):
         """[tokens + 1, heads * size] -> [batch, heads, length, size]: `spread` and the split
@@ -147,27 +149,25 @@ class AttentionGroup:
         tokens, _ = self._heads_rows(heads)
         return ops.reshape(ops.take(ops.reshape(x, (-1, size)), tokens, axis=0), (-1, heads * size))
 
-    def _token_positions(self):
-        """The flattened positions of the group's real tokens, in order (computed once)."""
-        if "tokens" not in self._rows:
-            flat = ops.reshape(self.mask, (-1,))
-            self._rows["tokens"] = ops.cast(ops.reshape(ops.nonzero(flat)[0], (-1,)), "int32")
-        return self._rows["tokens"]
-
     def _heads_rows(self, heads):
         """The gathers' row indices with `heads` heads: the real tokens' rows of the heads-first
         [batch * heads * length] layout, token-major ([group tokens * heads]), and for each
         position of that layout its row of the [(tokens + 1) * heads] split of the packed matrix
         (computed once per pass)."""
-        if heads not in self._rows:
+        if heads not in self._heads_rows_cache:
             head = ops.arange(heads, dtype="int32")
-            positions = self._token_positions()
-            sequence, position = positions // self.length, positions % self.length
+            sequence = self.token_positions // self.length
+            position = self.token_positions % self.length
             tokens = (sequence[:, None] * heads + head[None, :]) * self.length + position[:, None]
             padded = ops.reshape(self.padded_rows, (self.batch, 1, self.length)) * heads
             padded = padded + ops.reshape(head, (1, heads, 1))
-            self._rows[heads] = (ops.reshape(tokens, (-1,)), ops.reshape(padded, (-1,)))
-        return self._rows[heads]
+            self._heads_rows_cache[heads] = (ops.reshape(tokens, (-1,)), ops.reshape(padded, (-1,)))
+        return self._heads_rows_cache[heads]
+
+
+def _real_positions(mask):
+    """int32 [real tokens], the flattened positions of `mask`'s nonzero entries, in order."""
+    return ops.cast(ops.reshape(ops.nonzero(ops.reshape(mask, (-1,)))[0], (-1,)), "int32")
 
 
 @contextlib.contextmanager
