@@ -163,12 +163,20 @@ def test_windows_pool_every_piece_of_the_text_from_its_max_context_window(tiny):
 
 
 def sentence_transformers_layout(
-    directory, pooling_config, kinds=("Transformer", "Pooling", "Normalize"), sentence_config=None
+    directory,
+    pooling_config,
+    kinds=("Transformer", "Pooling", "Normalize"),
+    sentence_config=None,
+    tokenizer_config=None,
 ):
     """hf_tiny's BertModel with sentence-transformers' modules of `kinds` (as version 2 named
     their types), `pooling_config` as the Pooling module's config and, where given, the text
-    `sentence_config` as its sentence_bert_config.json."""
+    `sentence_config` as its sentence_bert_config.json and `tokenizer_config` (a dict) as its
+    tokenizer_config.json (hf_tiny's model has none)."""
     shutil.copytree(HF_TINY_MODEL, directory)
+    if tokenizer_config is not None:
+        with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer_config, f)
     paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize", "Dense": "2_Dense"}
     modules = [
         {"idx": i, "name": str(i), "path": paths[kind], "type": f"sentence_transformers.models.{kind}"}
@@ -202,8 +210,12 @@ def test_the_modules_are_recorded_and_written_back_as_sentence_transformers_writ
     source = sentence_transformers_layout(str(tmp_path / "st"), legacy)
     imported = converter.hf_to_google(source, str(tmp_path / "google"))
     assert imported.written
-    # hf_tiny/model's tokenizer keeps case: recorded beside the pooling.
-    assert read_settings(str(tmp_path / "google")) == ModelSettings(False, pooling="mean", normalize=True)
+    # hf_tiny/model's tokenizer keeps case: recorded beside the pooling, and the length
+    # sentence-transformers takes without sentence_bert_config.json or tokenizer_config.json,
+    # max_position_embeddings.
+    assert read_settings(str(tmp_path / "google")) == ModelSettings(
+        False, pooling="mean", normalize=True, max_seq_length=32
+    )
     google = tmp_path / "google"
     converter.google_to_hf(
         str(google / "bert_config.json"),
@@ -218,8 +230,7 @@ def test_the_modules_are_recorded_and_written_back_as_sentence_transformers_writ
     assert read_tree(str(tmp_path / "back"), names) == want
     # What is written back reads back.
     assert hf.read_sentence_modules(str(tmp_path / "back")) == ("mean", True)
-    # No length recorded: none written (the tokenizer's model_max_length applies).
-    assert not (tmp_path / "back" / "sentence_bert_config.json").exists()
+    assert hf.read_sentence_length(str(tmp_path / "back"), 32) == 32
 
 
 def test_the_length_is_recorded_and_written_back_as_it_was_read(tmp_path):
@@ -244,9 +255,10 @@ def test_the_length_is_recorded_and_written_back_as_it_was_read(tmp_path):
     assert hf.read_sentence_length(str(back), 32) == 24
 
 
-def test_a_length_is_read_only_where_sentence_transformers_reads_it(tmp_path):
-    """Not beside a model with no Pooling module bert_tf records, nor from a file without the key
-    (version 6's)."""
+def test_a_length_is_read_only_where_a_pooling_is_recorded(tmp_path):
+    """Not beside a model with no Pooling module bert_tf records; beside one, a file without the
+    key (version 6's) gives sentence-transformers' fallback (hf_tiny's model has no
+    tokenizer_config.json: max_position_embeddings)."""
     unused = str(tmp_path / "unused")
     shutil.copytree(HF_TINY_MODEL, unused)  # lists no Pooling module
     (tmp_path / "unused" / "sentence_bert_config.json").write_text(SENTENCE_CONFIG)
@@ -260,7 +272,65 @@ def test_a_length_is_read_only_where_sentence_transformers_reads_it(tmp_path):
         str(tmp_path / "mean"), {"pooling_mode": "mean"}, sentence_config=json.dumps(version_6)
     )
     model = hf.read_hf_model(mean)
-    assert (model.pooling, model.max_seq_length) == ("mean", None)
+    assert (model.pooling, model.max_seq_length) == ("mean", 32)
+
+
+with open(os.path.join(DATA, "sentence_lengths.json"), encoding="utf-8") as f:
+    LENGTHS = json.load(f)
+
+
+@pytest.mark.parametrize("case", LENGTHS, ids=[case["case"] for case in LENGTHS])
+def test_without_a_max_seq_length_the_tokenizers_capped_at_the_positions_is_recorded(tmp_path, caplog, case):
+    """sentence-transformers' length where sentence_bert_config.json gives none: the tokenizer's
+    model_max_length (tokenizer_config.json's key, else its max_len; absent or null: transformers'
+    10**30) capped at max_position_embeddings (hf_tiny's 32). `sentence_lengths.json` holds the
+    lengths derived by hand from that rule; `tests/data/check_sentence_modules.py` holds
+    sentence-transformers' own against them."""
+    sentence_config = case.get("sentence_bert_config")
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"),
+        {"pooling_mode": "mean"},
+        sentence_config=None if sentence_config is None else json.dumps(sentence_config),
+        tokenizer_config=case.get("tokenizer_config"),
+    )
+    with caplog.at_level(logging.INFO, logger="bert_tf.checkpoints.hf"):
+        assert hf.read_hf_model(source).max_seq_length == case["max_seq_length"]
+    said = f"max_seq_length {case['max_seq_length']}, "
+    if (sentence_config or {}).get("max_seq_length") is not None:
+        assert f"{said}{source}/sentence_bert_config.json's" in caplog.text
+    else:
+        assert (
+            f"{said}sentence-transformers' where {source}/sentence_bert_config.json names none: "
+            "the tokenizer's model_max_length (" in caplog.text
+        )
+        assert ") capped at config.json's max_position_embeddings (32)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("tokenizer_config", "where"),
+    [
+        ({"model_max_length": 0}, "model_max_length 0"),
+        ({"model_max_length": -1}, "model_max_length -1"),
+        ({"model_max_length": 16.0}, "model_max_length 16.0"),
+        ({"model_max_length": 32.0}, "model_max_length 32.0"),
+        ({"model_max_length": "16"}, "model_max_length '16'"),
+        ({"model_max_length": True}, "model_max_length True"),
+        ({"max_len": 0}, "max_len 0"),
+    ],
+    ids=["zero", "negative", "a float", "a float at the positions", "a string", "a bool", "max_len"],
+)
+def test_a_model_max_length_encode_cannot_cut_at_is_refused_naming_it(tmp_path, tokenizer_config, where):
+    """sentence-transformers fails to load (a string) or to encode (a float or a negative length
+    under the positions), or cuts nothing (0)."""
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"), {"pooling_mode": "mean"}, tokenizer_config=tokenizer_config
+    )
+    with pytest.raises(
+        ValueError,
+        match=f"^{re.escape(source)}/tokenizer_config\\.json: {re.escape(where)} is not a positive integer$",
+    ):
+        converter.hf_to_google(source, str(tmp_path / "google"))
+    assert not (tmp_path / "google").exists()
 
 
 @pytest.mark.parametrize(

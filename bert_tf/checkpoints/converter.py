@@ -286,9 +286,9 @@ def hf_to_google(hf_model, output_dir, tolerance=DEFAULT_TOLERANCE, seed=0):
     `output_dir` gets `bert_config.json` (the original's keys), `vocab.txt`, `bert_model.ckpt.*`
     (the original's names), the `checkpoint` state file, `model_settings.json` (the tokenizer's
     `do_lower_case`, and the pooling, normalisation and sequence length of a sentence encoder:
-    sentence-transformers' modules and `sentence_bert_config.json`), and `labels.txt` for a
-    classifier or tagger; all of them or, if anything fails or the check is above `tolerance`,
-    none.
+    sentence-transformers' modules and the length its `encode()` cuts at,
+    `hf.read_sentence_length`), and `labels.txt` for a classifier or tagger; all of them or, if
+    anything fails or the check is above `tolerance`, none.
 
     Args:
       hf_model: The HF model directory (`hf.read_hf_model`).
@@ -522,10 +522,9 @@ def run_convert(options):
             return 1
         if model.pooling is not None:
             normalized = ", normalized" if model.normalize else ""
-            length = f", of {model.max_seq_length} WordPieces at most" if model.max_seq_length else ""
             print(
-                f"Sentence vector: {model.pooling} pooling{normalized}{length} (recorded in "
-                "model_settings.json)."
+                f"Sentence vector: {model.pooling} pooling{normalized}, of {model.max_seq_length} "
+                "WordPieces at most (recorded in model_settings.json)."
             )
         print(f"Wrote {options.output_dir} (the other tools read its casing from model_settings.json):")
         print(f"--do_lower_case={str(model.do_lower_case).lower()}")

@@ -176,7 +176,8 @@ class HfModel:
       head: The fine-tuning `Head` (`bert_tf.modeling.head_table`), or None.
       pooling: The sentence vector's pooling of the last layer (`read_sentence_modules`), or None.
       normalize: Whether the sentence vector is scaled to unit length, or None.
-      max_seq_length: The sentence encoder's sequence length (`read_sentence_length`), or None.
+      max_seq_length: The sentence encoder's sequence length (`read_sentence_length`), or None
+        (no pooling).
     """
 
     config: BertConfig
@@ -642,11 +643,11 @@ def write_hf_model(model, directory):
 # in order, each in its folder; a `Pooling` module's `config.json` names its mode ("pooling_mode",
 # or one true `pooling_mode_*` key in files written before version 6), a `Normalize` module
 # scales to unit length, and the transformer's `sentence_bert_config.json` may give the length
-# `encode()` cuts texts at (`max_seq_length`; without it, the tokenizer's `model_max_length`). The
-# modules are written as sentence-transformers 6.2 writes them; a recorded length as versions
-# before 6 wrote it (all-MiniLM-L6-v2's `{"max_seq_length": N, "do_lower_case": false}`), which
-# 6.2 reads: 6.2's own `save` puts the length in the tokenizer's `model_max_length`, which bert_tf
-# writes as max_position_embeddings.
+# `encode()` cuts texts at (`max_seq_length`; without it, the tokenizer's `model_max_length`
+# capped at `max_position_embeddings`). The modules are written as sentence-transformers 6.2
+# writes them; a recorded length as versions before 6 wrote it (all-MiniLM-L6-v2's
+# `{"max_seq_length": N, "do_lower_case": false}`), which 6.2 reads: 6.2's own `save` puts the
+# length in the tokenizer's `model_max_length`, which bert_tf writes as max_position_embeddings.
 MODULES_FILE = "modules.json"
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
 POOLING_DIR = "1_Pooling"
@@ -724,28 +725,39 @@ def read_sentence_modules(directory):
 
 def read_sentence_length(directory, max_position_embeddings):
     """sentence-transformers' `max_seq_length` of the sentence encoder in `directory`: the
-    WordPieces, `[CLS]` and `[SEP]` included, past which its `encode()` cuts a text.
+    WordPieces, `[CLS]` and `[SEP]` included, past which its `encode()` cuts a text. A line logged
+    says where it comes from.
 
     Args:
       directory: A sentence-transformers model directory (`read_sentence_modules`).
       max_position_embeddings: The transformer's (its `config.json`'s).
 
     Returns:
-      The `max_seq_length` of its `sentence_bert_config.json`, or None where the file, or the key
-      (version 6's files), is absent.
+      The `max_seq_length` of its `sentence_bert_config.json`; where the file, or the key
+      (version 6's files), is absent or null, the length sentence-transformers takes instead
+      (`_tokenizer_length`).
 
     Raises:
-      ValueError: The file is not a JSON object, or its `max_seq_length` not a positive integer
-        or above `max_position_embeddings`; the message names the file.
+      ValueError: A file that is not a JSON object, a `max_seq_length` that is not a positive
+        integer or is above `max_position_embeddings`, or a `model_max_length` `_tokenizer_length`
+        refuses; the message names the file and the key.
     """
     from bert_tf.model_settings import check_max_seq_length
 
     path = os.path.join(directory, SENTENCE_CONFIG_FILE)
-    if not files.isfile(path):
-        return None
-    length = files.read_json(path).get("max_seq_length")
+    length = files.read_json(path).get("max_seq_length") if files.isfile(path) else None
     if length is None:
-        return None
+        length, source = _tokenizer_length(directory, max_position_embeddings)
+        logger.info(
+            "max_seq_length %d, sentence-transformers' where %s names none: the tokenizer's "
+            "model_max_length (%s) capped at %s's max_position_embeddings (%d)",
+            length,
+            path,
+            source,
+            CONFIG_FILE,
+            max_position_embeddings,
+        )
+        return length
     check_max_seq_length(length, path)
     # sentence-transformers takes a given max_seq_length as it is (it caps the tokenizer's
     # model_max_length at max_position_embeddings only where none is given), and its encode()
@@ -755,7 +767,42 @@ def read_sentence_length(directory, max_position_embeddings):
             f"{path}: max_seq_length {length} is above {CONFIG_FILE}'s max_position_embeddings "
             f"({max_position_embeddings})"
         )
+    logger.info("max_seq_length %d, %s's", length, path)
     return length
+
+
+def _tokenizer_length(directory, max_position_embeddings):
+    """The length sentence-transformers gives a sentence encoder whose `sentence_bert_config.json`
+    names none: the tokenizer's `model_max_length` as transformers loads it from
+    `tokenizer_config.json` (the key, else the legacy `max_len`; absent or null, transformers'
+    "unset" 10**30), capped at `max_position_embeddings`.
+
+    Args:
+      directory: The model directory.
+      max_position_embeddings: The transformer's (its `config.json`'s).
+
+    Returns:
+      `(length, source)`: the length, and where the tokenizer's value came from, for the log.
+
+    Raises:
+      ValueError: A value at or below `max_position_embeddings` that is not a positive integer
+        (sentence-transformers' `encode()` fails on it, or cuts nothing); the message names the
+        file and the key.
+    """
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not files.isfile(path):
+        return max_position_embeddings, f"unset: no {path}"
+    tokenizer_config = files.read_json(path)
+    key = "model_max_length" if "model_max_length" in tokenizer_config else "max_len"
+    value = tokenizer_config.get(key)
+    if value is None:
+        return max_position_embeddings, f"unset in {path}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and value > max_position_embeddings:
+        return max_position_embeddings, f"{path}: {key} {value}"
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{path}: {key} {value!r} is not a positive integer")
+    return value, f"{path}: {key} {value}"
 
 
 def _write_sentence_modules(model, directory):
