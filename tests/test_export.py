@@ -1092,3 +1092,58 @@ def test_the_length_is_the_flag_else_the_recorded_one_else_128(tmp_path, caplog)
         text_signatures=False,
     )
     assert int(tf.saved_model.load(path).max_seq_length.numpy()) == 128
+
+
+def test_the_recorded_pooling_applies_unless_pooling_is_none(tmp_path, tokenizer, caplog):
+    """A model whose `model_settings.json` records a pooling exports `sentence_embedding` (the
+    recorded mean pooling, normalized) without flags; `--pooling=none` exports the same model
+    without it in every signature, and is refused with `--normalize` before anything is written."""
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(mf.GOOGLE_TINY_CONFIG, model / "bert_config.json")
+    (model / "model_settings.json").write_text('{"normalize": true, "pooling": "mean"}\n')
+
+    def export(**flags):
+        options = ExportOptions(
+            bert_config_file=str(model / "bert_config.json"),
+            init_checkpoint=mf.GOOGLE_TINY_CKPT,
+            vocab_file=VOCAB,
+            max_seq_length=16,
+            export_dir=str(tmp_path / "bert"),
+            text_signatures=False,
+            **flags,
+        )
+        return tf.saved_model.load(run_export(options))
+
+    rows = [pack_inputs(tokenizer.tokenize(text), None, 16, tokenizer) for text in TEXTS[:2]]
+    inputs = {name: tf.constant([row[name] for row in rows]) for name in ID_INPUTS}
+    pooled = export().signatures["serving_default"](**inputs)
+    mask = inputs["input_mask"].numpy()[:, :, None]
+    mean = (pooled["sequence_output"].numpy() * mask).sum(1) / mask.sum(1)
+    want = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    np.testing.assert_allclose(pooled["sentence_embedding"].numpy(), want, atol=1e-5)
+
+    with caplog.at_level("INFO", logger="bert_tf.export.bert"):
+        unpooled = export(pooling="none")
+    assert "no sentence_embedding (--pooling=none)" in caplog.text
+    assert sorted(unpooled.signatures) == ["serving_default", "tf_example"]
+    for signature in unpooled.signatures.values():
+        assert sorted(signature.structured_outputs) == sorted(ENCODER_OUTPUTS)
+    served = unpooled.signatures["serving_default"](**inputs)
+    np.testing.assert_allclose(
+        served["sequence_output"].numpy(), pooled["sequence_output"].numpy(), atol=1e-6
+    )
+
+    export_dir = tmp_path / "refused"
+    with pytest.raises(ValueError, match=r"^--normalize needs a pooling, not --pooling=none$"):
+        export_bert(
+            mf.GOOGLE_TINY_CKPT,
+            str(model / "bert_config.json"),
+            VOCAB,
+            True,
+            16,
+            str(export_dir),
+            pooling="none",
+            normalize=True,
+        )
+    assert not export_dir.exists()

@@ -24,6 +24,8 @@ from bert_tf.text.windows import WindowOptions
 
 ENCODER_OUTPUTS = ("sequence_output", "pooled_output")
 SENTENCE_OUTPUT = "sentence_embedding"
+# --pooling's value for no sentence_embedding, whatever pooling the model records.
+NO_POOLING = "none"
 PRETRAINING_OUTPUTS = ("masked_lm_log_probs", "next_sentence_log_probs")
 PRETRAINING_SIGNATURE = "pretraining"
 # Without --max_seq_length or a recorded one: the length the other tools default to.
@@ -102,10 +104,11 @@ def export_bert(
       force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
-      pooling: One of `POOLINGS`, or None for the model's recorded pooling (none: no
-        `sentence_embedding`).
+      pooling: One of `POOLINGS`; `NO_POOLING` for no `sentence_embedding` (the recorded
+        pooling and normalisation not applied); None for the model's recorded pooling (none
+        recorded: no `sentence_embedding`).
       normalize: Whether the sentence vector is scaled to unit length; None for the model's
-        recorded setting (none: False).
+        recorded setting (none: False). True is refused with `NO_POOLING`.
 
     Returns:
       (the version directory written, the checkpoint's load report or None for `.keras`).
@@ -117,8 +120,10 @@ def export_bert(
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
     if not init_checkpoint:
         raise ValueError("--init_checkpoint is required")
-    if pooling is not None and pooling not in POOLINGS:
-        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)}, got {pooling!r}")
+    if pooling is not None and pooling not in (*POOLINGS, NO_POOLING):
+        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)} or {NO_POOLING}, got {pooling!r}")
+    if pooling == NO_POOLING and normalize:
+        raise ValueError(f"--normalize needs a pooling, not --pooling={NO_POOLING}")
     directory = settings_directory(bert_config_file, init_checkpoint)
     recorded = read_settings(directory)
     if max_seq_length is not None:
@@ -134,8 +139,12 @@ def export_bert(
     pretrained = open_pretrained(
         bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length, force_do_lower_case
     )
-    pooling = recorded.pooling if pooling is None else pooling
-    normalize = bool(recorded.normalize if normalize is None else normalize)
+    if pooling == NO_POOLING:
+        logger.info("no sentence_embedding (--pooling=%s)", NO_POOLING)
+        pooling, normalize = None, False
+    else:
+        pooling = recorded.pooling if pooling is None else pooling
+        normalize = bool(recorded.normalize if normalize is None else normalize)
     if normalize and pooling is None:
         raise ValueError("--normalize needs --pooling (the model records no pooling)")
     check_version(export_dir, version, overwrite)
@@ -211,13 +220,15 @@ class ExportOptions(ModelFileOptions, WindowOptions):
     pooling: str = option(
         None,
         f"The signatures also return sentence_embedding, the last layer pooled over the real tokens "
-        f"as sentence-transformers pools it: one of {', '.join(POOLINGS)} (default: the pooling "
-        "recorded in model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; "
-        "none recorded: no sentence_embedding).",
+        f"as sentence-transformers pools it: one of {', '.join(POOLINGS)}; {NO_POOLING}: no "
+        "sentence_embedding, whatever the model records (default: the pooling recorded in "
+        "model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; none "
+        "recorded: no sentence_embedding).",
     )
     normalize: bool = option(
         None,
-        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else false).",
+        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else "
+        f"false; refused with --pooling={NO_POOLING}).",
     )
     pack_tokens: bool = option(
         True,
