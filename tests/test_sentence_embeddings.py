@@ -394,6 +394,69 @@ def test_modules_bert_tf_does_not_compute_are_not_recorded(tmp_path, caplog):
     assert hf.read_sentence_modules(HF_TINY_MODEL) == (None, None)
 
 
+CASED = {"do_lower_case": False}
+
+
+@pytest.mark.parametrize(
+    ("tokenizer_config", "sentence_lower_case", "want", "warned"),
+    [
+        (CASED, True, True, True),
+        (dict(CASED, strip_accents=True), True, True, False),
+        ({"do_lower_case": True}, True, True, False),
+        (CASED, False, False, False),
+        (CASED, None, False, False),
+    ],
+    ids=["cased", "cased, stripping accents", "uncased", "false", "null"],
+)
+def test_sentence_transformers_lower_casing_makes_a_cased_tokenizer_uncased(
+    tmp_path, caplog, tokenizer_config, sentence_lower_case, want, warned
+):
+    """sentence_bert_config.json's do_lower_case true lower-cases the text before the tokenizer:
+    a cased one then reads uncased text (recorded do_lower_case=true), but keeps its accents
+    unless its strip_accents is true, which the original's do_lower_case=true strips: a warning
+    says so."""
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"),
+        {"pooling_mode": "mean"},
+        sentence_config=json.dumps({"max_seq_length": 24, "do_lower_case": sentence_lower_case}),
+        tokenizer_config=tokenizer_config,
+    )
+    caplog.set_level(logging.INFO, logger="bert_tf.checkpoints.hf")
+    google = tmp_path / "google"
+    assert converter.hf_to_google(source, str(google)).written
+    assert read_settings(str(google)) == ModelSettings(want, "mean", True, 24)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    if warned:
+        assert warnings == [
+            f"{source}/sentence_bert_config.json: do_lower_case is true, so the tokenizer "
+            f"({source}/tokenizer_config.json: do_lower_case false) reads lower-cased text: recorded "
+            "as uncased, do_lower_case=true, but the original BERT's lower-casing also strips "
+            "accents, which sentence-transformers' (str.lower(); in 6.2 a Lowercase normalizer) "
+            "does not, so accented letters (é, ü, ñ) tokenize differently"
+        ]
+    else:
+        assert warnings == []
+
+
+def test_sentence_lower_casing_is_read_only_beside_a_recorded_pooling(tmp_path):
+    unused = str(tmp_path / "unused")
+    shutil.copytree(HF_TINY_MODEL, unused)  # lists no Pooling module
+    (tmp_path / "unused" / "sentence_bert_config.json").write_text('{"do_lower_case": true}')
+    (tmp_path / "unused" / "tokenizer_config.json").write_text(json.dumps(CASED))
+    assert hf.read_hf_model(unused).do_lower_case is False
+
+
+def test_a_sentence_lower_casing_not_true_or_false_is_refused_naming_it(tmp_path):
+    source = sentence_transformers_layout(
+        str(tmp_path / "st"), {"pooling_mode": "mean"}, sentence_config='{"do_lower_case": "true"}'
+    )
+    with pytest.raises(
+        ValueError,
+        match=f"^{re.escape(source)}/sentence_bert_config\\.json: do_lower_case 'true' is not true or false$",
+    ):
+        converter.hf_to_google(source, str(tmp_path / "google"))
+
+
 def test_bad_modules_and_export_flags_are_one_line_naming_them(tmp_path):
     broken = sentence_transformers_layout(str(tmp_path / "broken"), {"pooling_mode": "mean"})
     with open(os.path.join(broken, "modules.json"), "w", encoding="utf-8") as f:

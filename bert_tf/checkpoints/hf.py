@@ -7,7 +7,7 @@ shards listed by `model.safetensors.index.json` (`pytorch_model.bin` only throug
 it is installed, unpickled with `weights_only=True`); `vocab.txt`, or `tokenizer.json`'s
 WordPiece vocabulary; `tokenizer_config.json`; sentence-transformers' `modules.json`, the
 `Pooling` module it lists (`read_sentence_modules`) and `sentence_bert_config.json`
-(`read_sentence_length`). Other files are not read.
+(`read_sentence_length`, `read_sentence_lower_case`). Other files are not read.
 
 Names: HF's `bert.encoder.layer.0.attention.self.query.weight` is the original's
 `bert/encoder/layer_0/attention/self/query/kernel`, transposed (a torch `Linear` holds
@@ -170,7 +170,8 @@ class HfModel:
       architecture: A key of `ARCHITECTURES`.
       weights: The original's name -> float32 array, in the original's order.
       vocab: The WordPiece tokens in id order.
-      do_lower_case: The original tokenizer's setting that reproduces HF's tokenizer.
+      do_lower_case: The original tokenizer's setting that reproduces HF's tokenizer (and
+        sentence-transformers' lower-casing before it, `read_sentence_lower_case`).
       labels: The task head's labels in id order (`id2label`), or None.
       unused: HF tensors not converted (e.g. `embeddings.position_ids`), sorted.
       head: The fine-tuning `Head` (`bert_tf.modeling.head_table`), or None.
@@ -384,9 +385,18 @@ def _hf_weights(directory, config, architecture, head):
     return weights, sorted(aliases.values())
 
 
-def _tokenizer_settings(directory):
+def _tokenizer_settings(directory, sentence_lower_case=False):
     """The vocabulary in id order and `do_lower_case` (module docstring; warns of what the
-    original's tokenizer does differently)."""
+    original's tokenizer does differently).
+
+    Args:
+      directory: The model directory.
+      sentence_lower_case: Whether sentence-transformers lower-cases the text before the
+        tokenizer (`read_sentence_lower_case`): a tokenizer that keeps case is then uncased.
+
+    Returns:
+      `(vocab, do_lower_case)`.
+    """
     vocab_path = os.path.join(directory, VOCAB_FILE)
     tokenizer_path = os.path.join(directory, TOKENIZER_FILE)
     config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
@@ -433,6 +443,25 @@ def _tokenizer_settings(directory):
             TOKENIZER_CONFIG_FILE,
             TOKENIZER_FILE,
         )
+    if sentence_lower_case and not do_lower_case:
+        # HF's strip_accents None follows the tokenizer's own lowercase, false here: the accents
+        # stay unless strip_accents is true.
+        sentence_path = os.path.join(directory, SENTENCE_CONFIG_FILE)
+        if strip_accents:
+            logger.info(
+                "%s: do_lower_case is true and the tokenizer strips accents: recorded as uncased",
+                sentence_path,
+            )
+        else:
+            logger.warning(
+                "%s: do_lower_case is true, so the tokenizer (%s false) reads lower-cased text: "
+                "recorded as uncased, do_lower_case=true, but the original BERT's lower-casing also "
+                "strips accents, which sentence-transformers' (str.lower(); in 6.2 a Lowercase "
+                "normalizer) does not, so accented letters (é, ü, ñ) tokenize differently",
+                sentence_path,
+                where,
+            )
+        return vocab, True
     # HF's strip_accents None follows lowercase, as the original's do_lower_case does both.
     if strip_accents is not None and bool(strip_accents) != do_lower_case:
         logger.warning(
@@ -483,7 +512,10 @@ def read_hf_model(directory):
     if not files.isdir(directory):
         raise ValueError(f"--hf_model: {directory}: no such directory")
     config, architecture, head, labels = read_hf_config(directory)
-    vocab, do_lower_case = _tokenizer_settings(directory)
+    pooling, normalize = read_sentence_modules(directory)
+    vocab, do_lower_case = _tokenizer_settings(
+        directory, pooling is not None and read_sentence_lower_case(directory)
+    )
     if len(vocab) > config.vocab_size:
         raise ValueError(
             f"{directory}: the vocabulary has {len(vocab)} tokens but {CONFIG_FILE}'s vocab_size is "
@@ -501,7 +533,6 @@ def read_hf_model(directory):
             raise ValueError(
                 f"{directory}: the {head.hf_module} of a {head.name} has {width} outputs, not {head.width}"
             )
-    pooling, normalize = read_sentence_modules(directory)
     max_seq_length = None
     if pooling is not None:
         max_seq_length = read_sentence_length(directory, config.max_position_embeddings)
@@ -771,6 +802,29 @@ def read_sentence_length(directory, max_position_embeddings):
     return length
 
 
+def read_sentence_lower_case(directory):
+    """Whether sentence-transformers lower-cases a text before the tokenizer of the sentence
+    encoder in `directory`: its `sentence_bert_config.json`'s `do_lower_case`.
+
+    Args:
+      directory: A sentence-transformers model directory (`read_sentence_modules`).
+
+    Returns:
+      The key's value; False where the file or the key is absent, or null.
+
+    Raises:
+      ValueError: The file is not a JSON object, or the key not true, false or null; the message
+        names the file and the key.
+    """
+    path = os.path.join(directory, SENTENCE_CONFIG_FILE)
+    if not files.isfile(path):
+        return False
+    value = files.read_json(path).get("do_lower_case")
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{path}: do_lower_case {value!r} is not true or false")
+    return bool(value)
+
+
 def _tokenizer_length(directory, max_position_embeddings):
     """The length sentence-transformers gives a sentence encoder whose `sentence_bert_config.json`
     names none: the tokenizer's `model_max_length` as transformers loads it from
@@ -828,6 +882,6 @@ def _write_sentence_modules(model, directory):
     _write_text(os.path.join(directory, MODULES_FILE), json.dumps(listed, indent=2) + "\n")
     if model.max_seq_length is not None:
         # do_lower_case false: no lower-casing of sentence-transformers' own before the
-        # tokenizer's (tokenizer_config.json's), as bert_tf records none.
+        # tokenizer's (tokenizer_config.json's), into which bert_tf's casing folds any it read.
         length = {"max_seq_length": model.max_seq_length, "do_lower_case": False}
         _write_text(os.path.join(directory, SENTENCE_CONFIG_FILE), json.dumps(length, indent=2) + "\n")
