@@ -518,6 +518,27 @@ def test_lower_casing_without_accent_stripping_is_a_warning(tmp_path, caplog):
     )
 
 
+def test_a_cased_tokenizer_json_without_a_tokenizer_config_is_a_warning(tmp_path, caplog):
+    """hf_tiny/model has only tokenizer.json, whose normalizer keeps case: recorded cased, with a
+    warning that transformers 5 lower-cases it (its BertTokenizer default); a tokenizer_config.json
+    that says do_lower_case false leaves no warning."""
+    directory = str(tmp_path / "model")
+    shutil.copytree(os.path.join(HF_TINY, "model"), directory)
+    assert not os.path.exists(os.path.join(directory, "tokenizer_config.json"))
+
+    def casing_warnings():
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            model = hf.read_hf_model(directory)
+        return model.do_lower_case, [r.message for r in caplog.records if "transformers 5" in r.message]
+
+    do_lower_case, warnings = casing_warnings()
+    assert not do_lower_case
+    assert len(warnings) == 1 and "normalizer.lowercase is false and tokenizer_config.json" in warnings[0]
+    write_json(os.path.join(directory, "tokenizer_config.json"), {"do_lower_case": False})
+    assert casing_warnings() == (False, [])
+
+
 @pytest.mark.parametrize("name", ["two_labels", "sparse"])
 def test_keys_left_out_of_config_json_read_as_transformers_reads_them(name):
     """transformers 5 writes no id2label for its default two labels; a hand-written config may

@@ -434,6 +434,16 @@ def _tokenizer_settings(directory, sentence_lower_case=False):
     elif "lowercase" in normalizer:
         do_lower_case, where = bool(normalizer["lowercase"]), f"{tokenizer_path}: normalizer.lowercase"
         strip_accents = normalizer.get("strip_accents")
+        if not do_lower_case:
+            # transformers 5 builds BertTokenizer's normalizer from its own arguments, whose
+            # do_lower_case defaults to true, not from tokenizer.json's (checked with 5.23).
+            logger.warning(
+                "%s is false and %s gives no do_lower_case: recorded as cased, as tokenizer.json "
+                "says, but transformers 5's BertTokenizer lower-cases this model (its default); "
+                "give the other tools --do_lower_case=true to follow it",
+                where,
+                TOKENIZER_CONFIG_FILE,
+            )
     else:
         do_lower_case, where, strip_accents = True, None, None
         logger.warning(
