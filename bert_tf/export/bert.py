@@ -67,6 +67,39 @@ class PretrainingOutputs(keras.layers.Layer):
         }
 
 
+def resolve_pooling(pooling, normalize, recorded):
+    """The sentence vector an export adds: the `--pooling` and `--normalize` flags, else the
+    model's recorded settings (`model_settings.json`); logged.
+
+    Args:
+      pooling: The flag: one of `POOLINGS`, `NO_POOLING` (no `sentence_embedding`, whatever is
+        recorded), or None (not given: the recorded pooling, if any).
+      normalize: The flag: True, False, or None (not given: the recorded setting, else False).
+      recorded: The model's `ModelSettings` (`read_settings`).
+
+    Returns:
+      (one of `POOLINGS`, or None for no `sentence_embedding`; whether it is normalized).
+
+    Raises:
+      ValueError: An unknown pooling, or `normalize` true without a pooling (`NO_POOLING`, or
+        none given or recorded); the message names the flag.
+    """
+    if pooling is not None and pooling not in (*POOLINGS, NO_POOLING):
+        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)} or {NO_POOLING}, got {pooling!r}")
+    if pooling == NO_POOLING:
+        if normalize:
+            raise ValueError(f"--normalize needs a pooling, not --pooling={NO_POOLING}")
+        logger.info("no sentence_embedding (--pooling=%s)", NO_POOLING)
+        return None, False
+    pooling = recorded.pooling if pooling is None else pooling
+    normalize = bool(recorded.normalize if normalize is None else normalize)
+    if normalize and pooling is None:
+        raise ValueError("--normalize needs --pooling (the model records no pooling)")
+    if pooling is not None:
+        logger.info("sentence_embedding: %s pooling%s", pooling, ", normalized" if normalize else "")
+    return pooling, normalize
+
+
 def export_bert(
     init_checkpoint,
     bert_config_file,
@@ -104,11 +137,8 @@ def export_bert(
       force_do_lower_case: As `open_pretrained`'s.
       with_heads: Whether to add the `pretraining` signature (the checkpoint must have the heads).
       max_predictions_per_seq: The `pretraining` signature's `masked_lm_positions` width.
-      pooling: One of `POOLINGS`; `NO_POOLING` for no `sentence_embedding` (the recorded
-        pooling and normalisation not applied); None for the model's recorded pooling (none
-        recorded: no `sentence_embedding`).
-      normalize: Whether the sentence vector is scaled to unit length; None for the model's
-        recorded setting (none: False). True is refused with `NO_POOLING`.
+      pooling, normalize: The `--pooling` and `--normalize` flags, resolved against the
+        settings recorded beside the model by `resolve_pooling`.
 
     Returns:
       (the version directory written, the checkpoint's load report or None for `.keras`).
@@ -120,12 +150,9 @@ def export_bert(
         raise ValueError(f"max_predictions_per_seq must be positive, got {max_predictions_per_seq}")
     if not init_checkpoint:
         raise ValueError("--init_checkpoint is required")
-    if pooling is not None and pooling not in (*POOLINGS, NO_POOLING):
-        raise ValueError(f"--pooling: expected one of {', '.join(POOLINGS)} or {NO_POOLING}, got {pooling!r}")
-    if pooling == NO_POOLING and normalize:
-        raise ValueError(f"--normalize needs a pooling, not --pooling={NO_POOLING}")
     directory = settings_directory(bert_config_file, init_checkpoint)
     recorded = read_settings(directory)
+    pooling, normalize = resolve_pooling(pooling, normalize, recorded)
     if max_seq_length is not None:
         logger.info("max_seq_length=%d (given)", max_seq_length)
     elif recorded.max_seq_length is not None:
@@ -139,20 +166,11 @@ def export_bert(
     pretrained = open_pretrained(
         bert_config_file, vocab_file, do_lower_case, init_checkpoint, max_seq_length, force_do_lower_case
     )
-    if pooling == NO_POOLING:
-        logger.info("no sentence_embedding (--pooling=%s)", NO_POOLING)
-        pooling, normalize = None, False
-    else:
-        pooling = recorded.pooling if pooling is None else pooling
-        normalize = bool(recorded.normalize if normalize is None else normalize)
-    if normalize and pooling is None:
-        raise ValueError("--normalize needs --pooling (the model records no pooling)")
     check_version(export_dir, version, overwrite)
     model, report = pretrained.model(with_heads)
     encoder = model.bert if isinstance(model, BertPretrainer) else model
     served, outputs = encoder, ENCODER_OUTPUTS
     if pooling is not None:
-        logger.info("sentence_embedding: %s pooling%s", pooling, ", normalized" if normalize else "")
         served = BertSentenceEncoder(encoder.config, pooling, normalize, bert=encoder)
         outputs = (*ENCODER_OUTPUTS, SENTENCE_OUTPUT)
     extra = {}
