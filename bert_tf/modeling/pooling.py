@@ -50,11 +50,17 @@ def pool_tokens(sequence_output, input_mask, pooling, normalize=False):
     """
     check_pooling(pooling)
     tokens = ops.cast(sequence_output, "float32")
-    mask = ops.cast(input_mask, "float32")[:, :, None]
+    # `expand_dims`, not `[:, :, None]`: LiteRT's strided slice has no new axes (an edge export
+    # would need TensorFlow's own kernel for it).
+    mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
     if pooling == "cls":
         vector = tokens[:, 0]
     elif pooling == "max":
-        vector = ops.max(ops.where(mask > 0, tokens, float("-inf")), axis=1)
+        # The padding takes the first token's values ([CLS], real in the right-padded rows here),
+        # which leave the maximum as it is, rather than sentence-transformers' -inf: LiteRT's int8
+        # calibration gives a select's inputs the range of its output, and -inf there spread to
+        # the last layer (and to the pooler's int8 input read from it).
+        vector = ops.max(ops.where(mask > 0, tokens, tokens[:, :1]), axis=1)
     else:
         total = ops.sum(tokens * mask, axis=1)
         count = ops.maximum(ops.sum(mask, axis=1), _MIN_COUNT)
