@@ -1,26 +1,30 @@
 """Edge export (`bert_tf.export.edge`, `tools/export_edge.py`): LiteRT and ONNX files of
 google_tiny and of a fine-tuned classifier (with the exact, erf GELU of Hugging Face's BERTs),
 run in their own runtimes and compared with the original's float64 reference
-(`bert_tf.checkpoints.reference`), not with the Keras model the tool checks against; the tool's
-own check rules on arrays made in the test; bad input.
+(`bert_tf.checkpoints.reference`), not with the Keras model the tool checks against; google_tiny
+as a sentence encoder (a pooling recorded in `model_settings.json`, or given), its
+`sentence_embedding` against a NumPy pooling of the file's own last layer and of the reference's;
+the tool's own check rules on arrays made in the test; bad input.
 
-`make test` exports one file per format (google_tiny to LiteRT, the classifier to ONNX, both
-float32); the whole format x quantisation x model matrix and the tagger and SQuAD heads are
-`slow` (`make test-all`). The exports' tests are `onednn_both`: run with oneDNN on and off, whose
-traced graphs differ (BUILD_NOTES, Tests).
+`make test` exports google_tiny to LiteRT and the classifier to ONNX, both float32, and a few
+sentence encoders (a mode and a pooling each); the whole format x quantisation x model matrix and
+the tagger and SQuAD heads are `slow` (`make test-all`). The exports' tests are `onednn_both`:
+run with oneDNN on and off, whose traced graphs differ (BUILD_NOTES, Tests).
 """
 
 import dataclasses
 import os
+import shutil
 import sys
 
 import numpy as np
 import pytest
 
-from bert_tf import BertConfig
+from bert_tf import BertConfig, BertModel, load_google_checkpoint
 from bert_tf.checkpoints import reference
 from bert_tf.export import edge
 from bert_tf.export.edge import CLASSES, PER_EXAMPLE, PER_TOKEN, EdgeOptions, Runtime, check_outputs
+from bert_tf.model_settings import ModelSettings
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
 from tests import tool_runs
@@ -131,6 +135,47 @@ def classifier_onnx(tmp_path_factory, classifier_checkpoint):
     return tmp_path, edge.export_edge(options)
 
 
+def _numpy_pooling(tokens, mask, pooling, normalize=False):
+    """sentence-transformers' pooling of each row's real tokens (`mask` 1), in float64."""
+    rows = []
+    for row, row_mask in zip(np.asarray(tokens, np.float64), mask, strict=True):
+        real = row[row_mask > 0]
+        vector = {
+            "cls": row[0],
+            "mean": real.mean(0),
+            "max": real.max(0),
+            "mean_sqrt_len_tokens": real.sum(0) / np.sqrt(len(real)),
+        }[pooling]
+        rows.append(vector / np.linalg.norm(vector) if normalize else vector)
+    return np.stack(rows)
+
+
+def _recording(directory, settings):
+    """`directory` holding google_tiny's config beside a `model_settings.json` of `settings`, as
+    `convert_checkpoint.py --hf_model` records a sentence encoder's. Returns the config's path."""
+    os.makedirs(directory, exist_ok=True)
+    shutil.copy(mf.GOOGLE_TINY_CONFIG, os.path.join(directory, "bert_config.json"))
+    with open(os.path.join(directory, "model_settings.json"), "w", encoding="utf-8") as f:
+        f.write(settings + "\n")
+    return os.path.join(directory, "bert_config.json")
+
+
+@pytest.fixture(scope="module")
+def sentence_config(tmp_path_factory):
+    """google_tiny's config in a directory that records mean pooling, normalized (the checkpoint
+    stays google_tiny's: the settings are read beside --bert_config_file)."""
+    return _recording(
+        str(tmp_path_factory.mktemp("sentence_encoder")), '{"normalize": true, "pooling": "mean"}'
+    )
+
+
+@pytest.fixture(scope="module")
+def sentence_tflite(tmp_path_factory, sentence_config):
+    """The sentence encoder's float32 LiteRT file, no pooling flag given."""
+    tmp_path = tmp_path_factory.mktemp("sentence_tflite")
+    return tmp_path, edge.export_edge(_options(tmp_path, "tflite", "none", bert_config_file=sentence_config))
+
+
 @pytest.mark.onednn_both
 def test_google_tiny_as_litert_matches_the_original_at_another_batch_and_length(tiny_tflite, tiny_weights):
     tmp_path, result = tiny_tflite
@@ -158,6 +203,120 @@ def test_a_finetuned_classifier_as_onnx_returns_the_originals_probabilities(
     expected = _reference(weights, inputs, head_weights=weights, config_file=config_file)
     assert expected["probabilities"].shape == (3, NUM_LABELS)
     _assert_close_to_reference("onnx", result.path, "none", expected, inputs)
+
+
+@pytest.mark.onednn_both
+def test_a_recorded_pooling_adds_the_sentence_embedding_of_the_real_tokens(sentence_tflite, tiny_weights):
+    """No flag: the recorded mean pooling, normalized; the file's vector is its own last layer's
+    real tokens pooled, the Keras model's and the float64 reference's too."""
+    tmp_path, result = sentence_tflite
+    assert result.ok and result.path == str(tmp_path / "model.tflite")
+    assert result.edge.head == "BertModel with mean pooling, normalized"
+    assert [row.output for row in result.rows] == ["sequence_output", "pooled_output", "sentence_embedding"]
+    assert result.rows[-1].measure == "max abs diff" and result.rows[-1].value <= 1e-4
+    inputs = _inputs(seed=6)
+    mask = inputs["input_mask"]
+    assert mask.min() == 0  # padding, which the pooling must leave out
+    got = Runtime("tflite", result.path, result.edge.outputs)(inputs)
+    embedding = got["sentence_embedding"]
+    assert embedding.shape == (3, 128)
+    np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1.0, atol=1e-6)
+    own = _numpy_pooling(got["sequence_output"], mask, "mean", normalize=True)
+    np.testing.assert_allclose(embedding, own, atol=1e-6)
+    keras_tokens = result.edge.model(inputs)["sequence_output"]
+    np.testing.assert_allclose(embedding, _numpy_pooling(keras_tokens, mask, "mean", True), atol=1e-5)
+    original = _reference(tiny_weights, inputs)["sequence_output"]
+    np.testing.assert_allclose(embedding, _numpy_pooling(original, mask, "mean", True), atol=2e-5)
+
+
+def test_the_log_names_the_pooling_and_checks_the_sentence_embedding(sentence_tflite, monkeypatch, capsys):
+    tmp_path, result = sentence_tflite
+    monkeypatch.setattr(edge, "export_edge", lambda options: result)
+    assert edge.run_export_edge(_options(tmp_path, "tflite", "none")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("BertModel with mean pooling, normalized as tflite (none): ")
+    (row,) = [line for line in lines if line.startswith("  sentence_embedding: ")]
+    assert row.startswith("  sentence_embedding: max abs diff ") and row.endswith("(<= 0.0001) ok")
+
+
+def test_pooling_none_leaves_out_the_recorded_pooling(tmp_path, sentence_config, caplog):
+    options = _options(tmp_path, "tflite", "none", bert_config_file=sentence_config, pooling="none")
+    recorded = ModelSettings(pooling="mean", normalize=True)
+    with caplog.at_level("INFO", logger="bert_tf.export.bert"):
+        model = edge.edge_model(options.open(), options.pooling, options.normalize, recorded)
+    assert "no sentence_embedding (--pooling=none)" in caplog.text
+    assert model.outputs == edge.ENCODER_OUTPUTS and model.head == "BertModel"
+    assert isinstance(model.model, BertModel)
+
+
+@pytest.mark.onednn_both
+@pytest.mark.parametrize(
+    "fmt, quantize, pooling", [("onnx", "none", "max"), ("tflite", "dynamic_int8", "cls")]
+)
+def test_a_pooling_given_for_a_model_that_records_none_exports_it(
+    tmp_path, tiny_weights, fmt, quantize, pooling
+):
+    result = edge.export_edge(_options(tmp_path, fmt, quantize, pooling=pooling))
+    assert result.ok and result.edge.head == f"BertModel with {pooling} pooling"
+    rows = {row.output: row for row in result.rows}
+    inputs = _inputs(seed=7)
+    got = Runtime(fmt, result.path, result.edge.outputs)(inputs)
+    embedding, mask = got["sentence_embedding"], inputs["input_mask"]
+    # The pooling computes in float in a quantized file too: the file's own last layer, pooled.
+    np.testing.assert_allclose(embedding, _numpy_pooling(got["sequence_output"], mask, pooling), atol=1e-6)
+    want = _numpy_pooling(_reference(tiny_weights, inputs)["sequence_output"], mask, pooling)
+    if quantize == "none":
+        assert rows["sentence_embedding"].measure == "max abs diff"
+        np.testing.assert_allclose(embedding, want, atol=2e-5)
+    else:
+        assert rows["sentence_embedding"].measure == "min cosine"
+        assert _cosines(embedding.astype(np.float64), want).min() >= edge.MIN_COSINE
+
+
+@pytest.mark.onednn_both
+def test_a_keras_file_pools_as_recorded_in_its_directory(tmp_path, tiny_weights):
+    """The settings of a .keras file are those of its directory, as export_saved_model reads them."""
+    _recording(str(tmp_path / "model"), '{"pooling": "mean_sqrt_len_tokens"}')
+    model = BertModel(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG))
+    load_google_checkpoint(model, mf.GOOGLE_TINY_CKPT)
+    model.save(tmp_path / "model" / "bert.keras")
+    options = _options(
+        tmp_path, "tflite", "none", checkpoint=str(tmp_path / "model" / "bert.keras"), bert_config_file=None
+    )
+    result = edge.export_edge(options)
+    assert result.ok and result.edge.head == "BertModel with mean_sqrt_len_tokens pooling"
+    inputs = _inputs(seed=8)
+    got = Runtime("tflite", result.path, ["sentence_embedding"])(inputs)["sentence_embedding"]
+    original = _reference(tiny_weights, inputs)["sequence_output"]
+    np.testing.assert_allclose(
+        got, _numpy_pooling(original, inputs["input_mask"], "mean_sqrt_len_tokens"), atol=2e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, named", [({"pooling": "mean"}, "--pooling"), ({"normalize": False}, "--normalize")]
+)
+def test_a_finetuned_checkpoint_keeps_its_heads_outputs(
+    tmp_path, classifier_checkpoint, caplog, flags, named
+):
+    """A pooling flag for a checkpoint with a head is one line, nothing written; a pooling only
+    recorded beside it is left out (the head's outputs are the file's)."""
+    prefix, _, config_file = classifier_checkpoint
+    options = _options(tmp_path, "tflite", "none", checkpoint=prefix, bert_config_file=config_file, **flags)
+    with pytest.raises(ValueError) as raised:
+        edge.export_edge(options)
+    message = str(raised.value)
+    assert (
+        message.startswith(f"{named}: {prefix} holds a fine-tuned head (classifier)") and "\n" not in message
+    )
+    assert not os.path.exists(options.output)
+    recorded = ModelSettings(pooling="mean", normalize=True)
+    with caplog.at_level("INFO", logger="bert_tf.export.edge"):
+        model = edge.edge_model(options.open(), recorded=recorded)
+    assert (
+        model.outputs == {"probabilities": CLASSES} and model.head == f"classifier with {NUM_LABELS} labels"
+    )
+    assert "the recorded mean pooling is not applied: the checkpoint's head (classifier)" in caplog.text
 
 
 def test_a_file_past_its_tolerance_is_not_written_and_the_tool_exits_1(tmp_path, monkeypatch, capsys):
@@ -348,6 +507,13 @@ def test_a_classifier_must_pick_the_same_class_for_every_example():
         ("none", {"max_seq_length": 513}, "max_position_embeddings (512)"),
         ("none", {"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "/nonexistent/bert_model.ckpt"),
         ("int8", {"calibration_texts": None}, "--quantize=int8 needs --calibration_texts"),
+        (
+            "none",
+            {"pooling": "sum"},
+            "--pooling: expected one of cls, mean, max, mean_sqrt_len_tokens or none",
+        ),
+        ("none", {"pooling": "none", "normalize": True}, "--normalize needs a pooling, not --pooling=none"),
+        ("none", {"normalize": True}, "--normalize needs --pooling (the model records no pooling)"),
     ],
 )
 def test_bad_input_is_refused_before_anything_is_written(tmp_path, quantize, changes, message):
@@ -396,16 +562,17 @@ def test_the_tool_reports_bad_input_as_one_line_and_writes_nothing(tmp_path):
     assert not output.exists() and not list(tmp_path.iterdir())
 
 
-# The whole matrix (`make test-all`): every format and quantisation, google_tiny and the
-# classifier, each against the float64 reference; the int8 files at most 0.3x the float32
-# weights (a float32 file holds them and little more: checked on the `none` files), so each
-# case stands alone (`-k int8`).
+# The whole matrix (`make test-all`): every format and quantisation, google_tiny, the classifier
+# and google_tiny with --pooling=max (a select over the last layer, which LiteRT's int8
+# calibration once spread a -inf from), each against the float64 reference; the int8 files at
+# most 0.3x the float32 weights (a float32 file holds them and little more: checked on the
+# `none` files), so each case stands alone (`-k int8`).
 MATRIX = [(fmt, quantize) for fmt in edge.FORMATS for quantize in edge.QUANTIZATIONS]
 
 
 @pytest.mark.onednn_both
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["google_tiny", "classifier"])
+@pytest.mark.parametrize("model", ["google_tiny", "classifier", "max_pooling"])
 @pytest.mark.parametrize("fmt, quantize", MATRIX)
 def test_every_format_and_quantisation_exports_and_passes_its_check(
     tmp_path, fmt, quantize, model, classifier_checkpoint, tiny_weights
@@ -414,7 +581,7 @@ def test_every_format_and_quantisation_exports_and_passes_its_check(
     if model == "classifier":
         options = _options(tmp_path, fmt, quantize, checkpoint=prefix, bert_config_file=config_file)
     else:
-        options = _options(tmp_path, fmt, quantize)
+        options = _options(tmp_path, fmt, quantize, pooling="max" if model == "max_pooling" else None)
     result = edge.export_edge(options)
     assert result.ok, [row.line() for row in result.rows]
     inputs = _inputs(seed=4)
@@ -422,6 +589,10 @@ def test_every_format_and_quantisation_exports_and_passes_its_check(
         expected = _reference(tiny_weights, inputs, head_weights, config_file)
     else:
         expected = _reference(tiny_weights, inputs)
+    if model == "max_pooling":
+        expected["sentence_embedding"] = _numpy_pooling(
+            expected["sequence_output"], inputs["input_mask"], "max"
+        )
     _assert_close_to_reference(fmt, result.path, quantize, expected, inputs)
     if quantize == "none":
         assert result.float32_bytes <= result.size <= 1.1 * result.float32_bytes

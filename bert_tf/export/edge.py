@@ -4,9 +4,10 @@
 The file takes the three int32 [batch, seq] inputs `input_ids`, `input_mask` and
 `segment_ids`, batch and length both dynamic (seq at most the model's
 `max_position_embeddings`), and returns the outputs of the SavedModel's id signature under
-its names: `sequence_output` and `pooled_output` for a pretrained model, `probabilities` for a
-classifier or a tagger, `start_logits` and `end_logits` for SQuAD. The tokenizer stays outside
-the file (docs/edge.md names one for each runtime).
+its names: `sequence_output` and `pooled_output` for a pretrained model (and `sentence_embedding`
+with a pooling, `--pooling` or the one recorded beside the model: a sentence encoder's),
+`probabilities` for a classifier or a tagger, `start_logits` and `end_logits` for SQuAD. The
+tokenizer stays outside the file (docs/edge.md names one for each runtime).
 
 The converters are the existing ones (BUILD_NOTES, "Edge export"):
 - LiteRT: TensorFlow's `TFLiteConverter` on a SavedModel of the id function; `float16` stores
@@ -36,9 +37,11 @@ import tensorflow as tf
 from bert_tf import files, onednn
 from bert_tf.checkpoints.google import open_checkpoint, resolve_checkpoint_prefix
 from bert_tf.checkpoints.pretrained import is_keras_file, load_weights
+from bert_tf.export.bert import NO_POOLING, SENTENCE_OUTPUT, resolve_pooling
 from bert_tf.export.module import ID_INPUTS
 from bert_tf.model_files import ModelFileOptions
-from bert_tf.modeling import BertPretrainer
+from bert_tf.model_settings import POOLINGS, ModelSettings, read_settings, settings_directory
+from bert_tf.modeling import BertPretrainer, BertSentenceEncoder
 from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, SCORES, head_of_checkpoint
 from bert_tf.options import option, redefine
 from bert_tf.text.text_lines import InputExample, convert_example, read_examples
@@ -113,6 +116,20 @@ class EdgeOptions(ModelFileOptions):
         help="Length of the calibration, check and latency inputs (the file's length is dynamic).",
     )
     output: str = option(None, "The file to write (.tflite or .onnx).", required=True)
+    pooling: str = option(
+        None,
+        "The file also returns sentence_embedding, the last layer pooled over the real tokens as "
+        f"sentence-transformers pools it: one of {', '.join(POOLINGS)}; {NO_POOLING}: no "
+        "sentence_embedding, whatever the model records (default: the pooling recorded in "
+        "model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; none "
+        "recorded: no sentence_embedding). Refused for a fine-tuned checkpoint (its head's outputs "
+        "are the file's; a recorded pooling is not applied there).",
+    )
+    normalize: bool = option(
+        None,
+        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else "
+        f"false; refused with --pooling={NO_POOLING}).",
+    )
     calibration_texts: str = option(
         None, "int8: a file of texts, one a line (`a ||| b` for a pair), to calibrate activations on."
     )
@@ -132,7 +149,8 @@ class EdgeModel:
       model: The Keras model, taking the dict of id tensors.
       outputs: Output name -> how an int8 file's output is checked (`PER_TOKEN`,
         `PER_EXAMPLE` or `CLASSES`), in the order of the SavedModel signature's outputs.
-      head: What the model is, for the log ("BertModel", "classifier with 3 labels", ...).
+      head: What the model is, for the log ("BertModel", "BertModel with mean pooling,
+        normalized", "classifier with 3 labels", ...).
       choices: Whether its ids are [batch, choices, seq] (a multiple-choice model).
     """
 
@@ -159,33 +177,61 @@ def require_format(fmt):
             ) from None
 
 
-def edge_model(pretrained):
-    """The model of a `Pretrained`'s checkpoint with the head it holds.
+def edge_model(pretrained, pooling=None, normalize=None, recorded=None):
+    """The model of a `Pretrained`'s checkpoint with the head it holds, or with a sentence vector.
 
     A Google checkpoint with a fine-tuning head (`bert_tf.modeling.head_table.head_of_checkpoint`)
-    gives that head's model (the number of labels from its shape), any other the `BertModel`; a
-    `.keras` file its `BertModel` (a `BertPretrainer`'s encoder).
+    gives that head's model (the number of labels from its shape; a pooling recorded beside it
+    does not apply: the head's outputs are the file's), any other the `BertModel`; a `.keras`
+    file its `BertModel` (a `BertPretrainer`'s encoder). With a pooling (`resolve_pooling`: the
+    flag, else the recorded one) the `BertModel` is pooled by a `BertSentenceEncoder`, whose
+    outputs add `sentence_embedding`.
+
+    Args:
+      pretrained: A `Pretrained` (`EdgeOptions.open`).
+      pooling, normalize: The `--pooling` and `--normalize` flags; None where not given.
+      recorded: The `ModelSettings` recorded beside the model (`read_settings`); None: nothing.
 
     Returns:
       An `EdgeModel` with the weights loaded.
+
+    Raises:
+      ValueError: `--pooling` or `--normalize` for a checkpoint with a head, or as `resolve_pooling`.
     """
     config = pretrained.config
-    if is_keras_file(pretrained.init_checkpoint):
-        model, _ = pretrained.model()
-        return EdgeModel(
-            model.bert if isinstance(model, BertPretrainer) else model, ENCODER_OUTPUTS, "BertModel"
-        )
-    shapes = open_checkpoint(
-        resolve_checkpoint_prefix(pretrained.init_checkpoint)
-    ).get_variable_to_shape_map()
-    head, width = head_of_checkpoint(shapes)
-    if head is None:
-        model, _ = pretrained.model()
+    recorded = recorded or ModelSettings()
+    head = None
+    if not is_keras_file(pretrained.init_checkpoint):
+        shapes = open_checkpoint(
+            resolve_checkpoint_prefix(pretrained.init_checkpoint)
+        ).get_variable_to_shape_map()
+        head, width = head_of_checkpoint(shapes)
+    if head is not None:
+        flags = (("--pooling", pooling), ("--normalize", normalize))
+        given = [flag for flag, value in flags if value is not None]
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)}: {pretrained.init_checkpoint} holds a fine-tuned head "
+                f"({head.name}), whose outputs are the file's; pooling is for a BertModel without one"
+            )
+        if recorded.pooling is not None:
+            logger.info(
+                "the recorded %s pooling is not applied: the checkpoint's head (%s) gives the file's outputs",
+                recorded.pooling,
+                head.name,
+            )
+        model = head.build(config, width)
+        load_weights(model, pretrained.init_checkpoint)
+        name = f"{head.name} with {width} labels" if head.labels else head.name
+        return EdgeModel(model, head.outputs, name, head.choices)
+    pooling, normalize = resolve_pooling(pooling, normalize, recorded)
+    model, _ = pretrained.model()
+    model = model.bert if isinstance(model, BertPretrainer) else model
+    if pooling is None:
         return EdgeModel(model, ENCODER_OUTPUTS, "BertModel")
-    model = head.build(config, width)
-    load_weights(model, pretrained.init_checkpoint)
-    name = f"{head.name} with {width} labels" if head.labels else head.name
-    return EdgeModel(model, head.outputs, name, head.choices)
+    model = BertSentenceEncoder(config, pooling, normalize, bert=model)
+    name = f"BertModel with {pooling} pooling{', normalized' if normalize else ''}"
+    return EdgeModel(model, {**ENCODER_OUTPUTS, SENTENCE_OUTPUT: PER_EXAMPLE}, name)
 
 
 def id_specs(choices=False):
@@ -849,7 +895,8 @@ def export_edge(options):
     """Exports, checks and (if the check passes) writes the file `EdgeOptions` describe.
 
     Every input is checked before the work: the extra's packages, the model files and the
-    sequence length (`open_pretrained`), the output path, the calibration and check texts.
+    sequence length (`open_pretrained`), the output path, the calibration and check texts, the
+    pooling flags (`edge_model`).
 
     Returns:
       An `EdgeExport`.
@@ -877,7 +924,8 @@ def export_edge(options):
     calibration_texts = None
     if options.quantize == "int8":
         calibration_texts = read_texts(options.calibration_texts, "--calibration_texts")
-    edge = edge_model(pretrained)
+    recorded = read_settings(settings_directory(options.bert_config_file, options.init_checkpoint))
+    edge = edge_model(pretrained, options.pooling, options.normalize, recorded)
     calibration = None
     if calibration_texts is not None:
         calibration = encode(calibration_texts, tokenizer, options.max_seq_length, edge.choices)
