@@ -38,7 +38,9 @@ def pool_tokens(sequence_output, input_mask, pooling, normalize=False):
 
     Args:
       sequence_output: float [batch, seq, H], the last layer's output.
-      input_mask: int or float [batch, seq], 1 for a real token, 0 for padding.
+      input_mask: int or float [batch, seq], 1 for a real token, 0 for padding; each row's
+        first position real where any is (right padding, [CLS] first: every caller's), which
+        `max` pooling relies on.
       pooling: One of `POOLINGS`.
       normalize: Scale each vector to unit L2 norm.
 
