@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from bert_tf.checkpoints.pretrained import open_pretrained
-from bert_tf.model_settings import SETTINGS_FILE
+from bert_tf.model_settings import SETTINGS_FILE, read_settings, settings_directory
 from bert_tf.text.casing import CASED, CASELESS, UNCASED, resolve_do_lower_case, vocab_casing
 from bert_tf.text.tokenization import load_vocab
 from tests import model_fixtures as mf
@@ -70,9 +70,12 @@ def test_the_converted_minilm_is_uncased_whatever_its_sentence_config_says():
         assert json.load(f)["do_lower_case"] is False
     assert hf_tokenizer_lowercases(model.hf_dir) is True
     assert vocab_casing(load_vocab(model.vocab_file)) == UNCASED
+    # The converter records the tokenizer's casing, which the tools then read and hold a flag to.
+    recorded = read_settings(settings_directory(model.bert_config_file, model.init_checkpoint))
+    assert recorded.do_lower_case is True
     pretrained = open_pretrained(model.bert_config_file, model.vocab_file, None, model.init_checkpoint)
     assert pretrained.do_lower_case is True
-    with pytest.raises(ValueError, match=r"capital would become \[UNK\]"):
+    with pytest.raises(ValueError, match=r"records do_lower_case=true: .*capitals would become \[UNK\]"):
         open_pretrained(model.bert_config_file, model.vocab_file, False, model.init_checkpoint)
 
 
