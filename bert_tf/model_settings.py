@@ -68,14 +68,19 @@ def read_settings(directory):
     return ModelSettings(**data)
 
 
-def check_max_seq_length(value, where):
+def check_max_seq_length(value, where, key="max_seq_length"):
     """Raises unless `value` is a sequence length, an integer above 0.
 
+    Args:
+      value: The value read.
+      where: The file it was read from, for the message.
+      key: The key it was read under, for the message.
+
     Raises:
-      ValueError: `where: max_seq_length <value> is not a positive integer`.
+      ValueError: `where: key <value> is not a positive integer`.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}: max_seq_length {value!r} is not a positive integer")
+        raise ValueError(f"{where}: {key} {value!r} is not a positive integer")
 
 
 def write_settings(directory, settings):

@@ -28,6 +28,7 @@ from bert_tf.model_settings import ModelSettings
 from tests import finetuning_fixtures as ff
 from tests import model_fixtures as mf
 from tests import tool_runs
+from tests.pooling_reference import numpy_pooling
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUM_LABELS = 3
@@ -135,21 +136,6 @@ def classifier_onnx(tmp_path_factory, classifier_checkpoint):
     return tmp_path, edge.export_edge(options)
 
 
-def _numpy_pooling(tokens, mask, pooling, normalize=False):
-    """sentence-transformers' pooling of each row's real tokens (`mask` 1), in float64."""
-    rows = []
-    for row, row_mask in zip(np.asarray(tokens, np.float64), mask, strict=True):
-        real = row[row_mask > 0]
-        vector = {
-            "cls": row[0],
-            "mean": real.mean(0),
-            "max": real.max(0),
-            "mean_sqrt_len_tokens": real.sum(0) / np.sqrt(len(real)),
-        }[pooling]
-        rows.append(vector / np.linalg.norm(vector) if normalize else vector)
-    return np.stack(rows)
-
-
 def _recording(directory, settings):
     """`directory` holding google_tiny's config beside a `model_settings.json` of `settings`, as
     `convert_checkpoint.py --hf_model` records a sentence encoder's. Returns the config's path."""
@@ -221,12 +207,12 @@ def test_a_recorded_pooling_adds_the_sentence_embedding_of_the_real_tokens(sente
     embedding = got["sentence_embedding"]
     assert embedding.shape == (3, 128)
     np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1.0, atol=1e-6)
-    own = _numpy_pooling(got["sequence_output"], mask, "mean", normalize=True)
+    own = numpy_pooling(got["sequence_output"], mask, "mean", normalize=True)
     np.testing.assert_allclose(embedding, own, atol=1e-6)
     keras_tokens = result.edge.model(inputs)["sequence_output"]
-    np.testing.assert_allclose(embedding, _numpy_pooling(keras_tokens, mask, "mean", True), atol=1e-5)
+    np.testing.assert_allclose(embedding, numpy_pooling(keras_tokens, mask, "mean", True), atol=1e-5)
     original = _reference(tiny_weights, inputs)["sequence_output"]
-    np.testing.assert_allclose(embedding, _numpy_pooling(original, mask, "mean", True), atol=2e-5)
+    np.testing.assert_allclose(embedding, numpy_pooling(original, mask, "mean", True), atol=2e-5)
 
 
 def test_the_log_names_the_pooling_and_checks_the_sentence_embedding(sentence_tflite, monkeypatch, capsys):
@@ -263,8 +249,8 @@ def test_a_pooling_given_for_a_model_that_records_none_exports_it(
     got = Runtime(fmt, result.path, result.edge.outputs)(inputs)
     embedding, mask = got["sentence_embedding"], inputs["input_mask"]
     # The pooling computes in float in a quantized file too: the file's own last layer, pooled.
-    np.testing.assert_allclose(embedding, _numpy_pooling(got["sequence_output"], mask, pooling), atol=1e-6)
-    want = _numpy_pooling(_reference(tiny_weights, inputs)["sequence_output"], mask, pooling)
+    np.testing.assert_allclose(embedding, numpy_pooling(got["sequence_output"], mask, pooling), atol=1e-6)
+    want = numpy_pooling(_reference(tiny_weights, inputs)["sequence_output"], mask, pooling)
     if quantize == "none":
         assert rows["sentence_embedding"].measure == "max abs diff"
         np.testing.assert_allclose(embedding, want, atol=2e-5)
@@ -289,7 +275,7 @@ def test_a_keras_file_pools_as_recorded_in_its_directory(tmp_path, tiny_weights)
     got = Runtime("tflite", result.path, ["sentence_embedding"])(inputs)["sentence_embedding"]
     original = _reference(tiny_weights, inputs)["sequence_output"]
     np.testing.assert_allclose(
-        got, _numpy_pooling(original, inputs["input_mask"], "mean_sqrt_len_tokens"), atol=2e-5
+        got, numpy_pooling(original, inputs["input_mask"], "mean_sqrt_len_tokens"), atol=2e-5
     )
 
 
@@ -590,7 +576,7 @@ def test_every_format_and_quantisation_exports_and_passes_its_check(
     else:
         expected = _reference(tiny_weights, inputs)
     if model == "max_pooling":
-        expected["sentence_embedding"] = _numpy_pooling(
+        expected["sentence_embedding"] = numpy_pooling(
             expected["sequence_output"], inputs["input_mask"], "max"
         )
     _assert_close_to_reference(fmt, result.path, quantize, expected, inputs)

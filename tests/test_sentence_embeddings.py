@@ -31,6 +31,7 @@ from bert_tf.tasks.features.run import FeaturesOptions, run_extract_features
 from bert_tf.text import text_lines
 from bert_tf.text.tokenization import FullTokenizer
 from tests import model_fixtures as mf
+from tests.pooling_reference import numpy_pooling
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 HF_TINY_MODEL = os.path.join(DATA, "hf_tiny", "model")
@@ -40,21 +41,6 @@ TEXTS = ["Hello world.", "Who was Jim Henson? He was a puppeteer from Mississipp
 # all-MiniLM-L6-v2's sentence_bert_config.json as published (sentence-transformers 2 wrote it), with
 # a length within hf_tiny's 32 positions.
 SENTENCE_CONFIG = '{\n  "max_seq_length": 24,\n  "do_lower_case": false\n}'
-
-
-def numpy_pooling(tokens, mask, pooling, normalize):
-    """sentence-transformers' pooling of each row's real tokens, written out in float64."""
-    rows = []
-    for row, row_mask in zip(tokens.astype(np.float64), mask, strict=True):
-        real = row[row_mask.astype(bool)]
-        vector = {
-            "cls": row[0],
-            "mean": real.sum(0) / len(real),
-            "max": real.max(0),
-            "mean_sqrt_len_tokens": real.sum(0) / np.sqrt(len(real)),
-        }[pooling]
-        rows.append(vector / np.linalg.norm(vector) if normalize else vector)
-    return np.stack(rows)
 
 
 @pytest.mark.parametrize("normalize", [False, True])

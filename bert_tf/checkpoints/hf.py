@@ -38,6 +38,7 @@ from bert_tf import files
 from bert_tf.checkpoints import parameters
 from bert_tf.checkpoints.google import POOLER_SCOPE
 from bert_tf.config import GOOGLE_KEYS, BertConfig
+from bert_tf.model_settings import POOLINGS, check_max_seq_length
 from bert_tf.modeling.head_table import HEADS, head_named, head_of_checkpoint
 from bert_tf.modeling.layer_norm import EPSILON
 from bert_tf.text import tokenization
@@ -730,8 +731,6 @@ def read_sentence_modules(directory):
     Raises:
       ValueError: A file that is not the JSON sentence-transformers writes; the message names it.
     """
-    from bert_tf.model_settings import POOLINGS
-
     path = os.path.join(directory, MODULES_FILE)
     if not files.isfile(path):
         return None, None
@@ -783,8 +782,6 @@ def read_sentence_length(directory, max_position_embeddings):
         integer or is above `max_position_embeddings`, or a `model_max_length` `_tokenizer_length`
         refuses; the message names the file and the key.
     """
-    from bert_tf.model_settings import check_max_seq_length
-
     path = os.path.join(directory, SENTENCE_CONFIG_FILE)
     length = files.read_json(path).get("max_seq_length") if files.isfile(path) else None
     if length is None:
@@ -864,8 +861,7 @@ def _tokenizer_length(directory, max_position_embeddings):
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if number and value > max_position_embeddings:
         return max_position_embeddings, f"{path}: {key} {value}"
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{path}: {key} {value!r} is not a positive integer")
+    check_max_seq_length(value, path, key)
     return value, f"{path}: {key} {value}"
 
 

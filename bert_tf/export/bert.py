@@ -201,7 +201,27 @@ def export_bert(
 
 
 @dataclasses.dataclass
-class ExportOptions(ModelFileOptions, WindowOptions):
+class SentenceVectorOptions:
+    """`--pooling` and `--normalize`, the flags of every export that can add `sentence_embedding`
+    (mixed into their options; resolved against the model's settings by `resolve_pooling`)."""
+
+    pooling: str = option(
+        None,
+        f"The export also returns sentence_embedding, the last layer pooled over the real tokens "
+        f"as sentence-transformers pools it: one of {', '.join(POOLINGS)}; {NO_POOLING}: no "
+        "sentence_embedding, whatever the model records (default: the pooling recorded in "
+        "model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; none "
+        "recorded: no sentence_embedding).",
+    )
+    normalize: bool = option(
+        None,
+        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else "
+        f"false; refused with --pooling={NO_POOLING}).",
+    )
+
+
+@dataclasses.dataclass
+class ExportOptions(ModelFileOptions, WindowOptions, SentenceVectorOptions):
     """The flags of `tools/export_saved_model.py`: the model's files, then the export's."""
 
     init_checkpoint: str = redefine(ModelFileOptions, "init_checkpoint", required=True)
@@ -234,19 +254,6 @@ class ExportOptions(ModelFileOptions, WindowOptions):
         MAX_WINDOWED_TOKENS,
         "With --doc_stride: the largest `text_windowed` request, texts x (longest text's WordPieces + 2); "
         "a larger one is refused (INVALID_ARGUMENT).",
-    )
-    pooling: str = option(
-        None,
-        f"The signatures also return sentence_embedding, the last layer pooled over the real tokens "
-        f"as sentence-transformers pools it: one of {', '.join(POOLINGS)}; {NO_POOLING}: no "
-        "sentence_embedding, whatever the model records (default: the pooling recorded in "
-        "model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; none "
-        "recorded: no sentence_embedding).",
-    )
-    normalize: bool = option(
-        None,
-        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else "
-        f"false; refused with --pooling={NO_POOLING}).",
     )
     pack_tokens: bool = option(
         True,

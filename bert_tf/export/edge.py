@@ -37,10 +37,10 @@ import tensorflow as tf
 from bert_tf import files, onednn
 from bert_tf.checkpoints.google import open_checkpoint, resolve_checkpoint_prefix
 from bert_tf.checkpoints.pretrained import is_keras_file, load_weights
-from bert_tf.export.bert import NO_POOLING, SENTENCE_OUTPUT, resolve_pooling
+from bert_tf.export.bert import SENTENCE_OUTPUT, SentenceVectorOptions, resolve_pooling
 from bert_tf.export.module import ID_INPUTS
 from bert_tf.model_files import ModelFileOptions
-from bert_tf.model_settings import POOLINGS, ModelSettings, read_settings, settings_directory
+from bert_tf.model_settings import ModelSettings, read_settings, settings_directory
 from bert_tf.modeling import BertPretrainer, BertSentenceEncoder
 from bert_tf.modeling.head_table import CLASSES, PER_EXAMPLE, PER_TOKEN, SCORES, head_of_checkpoint
 from bert_tf.options import option, redefine
@@ -92,7 +92,7 @@ CHECK_CHOICES = 4
 
 
 @dataclasses.dataclass
-class EdgeOptions(ModelFileOptions):
+class EdgeOptions(ModelFileOptions, SentenceVectorOptions):
     """The flags of `tools/export_edge.py`."""
 
     format: str = option(None, "The file's format: tflite (LiteRT) or onnx.", choices=FORMATS, required=True)
@@ -116,20 +116,6 @@ class EdgeOptions(ModelFileOptions):
         help="Length of the calibration, check and latency inputs (the file's length is dynamic).",
     )
     output: str = option(None, "The file to write (.tflite or .onnx).", required=True)
-    pooling: str = option(
-        None,
-        "The file also returns sentence_embedding, the last layer pooled over the real tokens as "
-        f"sentence-transformers pools it: one of {', '.join(POOLINGS)}; {NO_POOLING}: no "
-        "sentence_embedding, whatever the model records (default: the pooling recorded in "
-        "model_settings.json beside the model, e.g. by convert_checkpoint.py --hf_model; none "
-        "recorded: no sentence_embedding). Refused for a fine-tuned checkpoint (its head's outputs "
-        "are the file's; a recorded pooling is not applied there).",
-    )
-    normalize: bool = option(
-        None,
-        "Scale sentence_embedding to unit length (default: as recorded in model_settings.json, else "
-        f"false; refused with --pooling={NO_POOLING}).",
-    )
     calibration_texts: str = option(
         None, "int8: a file of texts, one a line (`a ||| b` for a pair), to calibrate activations on."
     )
