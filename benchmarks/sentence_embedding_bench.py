@@ -11,9 +11,10 @@ into a cache on first use). Setup converts its HF directory with `convert_checkp
 Then each system runs in its own fresh process, the two alternated, `--rounds` times; the
 median of the rounds is reported, with the ratio.
 
-- bert_tf: the export loaded as TF Serving loads it (`tf.saved_model.load` with
-  tensorflow-text's ops, no bert_tf import), `text` called on the sentences 32 at a time
-  (tokenized in the graph, padded to each batch's longest).
+- bert_tf: the export loaded without bert_tf (`tf.saved_model.load`, tensorflow-text's ops
+  registered), `text` called on the sentences 32 at a time (tokenized in the graph, padded to
+  each batch's longest). TensorFlow Serving runs the same graph in a session, fetching
+  `sentence_embedding`: as fast (benchmarks/RESULTS.md).
 - sentence-transformers: `SentenceTransformer(hf_dir).encode(sentences, batch_size=32)` (its
   tokenizer, padding to each batch's longest, mean pooling, Normalize), in the Python of
   `--st_python` (one that has sentence-transformers and torch: the `bench` extra, or another
