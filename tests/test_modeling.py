@@ -636,9 +636,9 @@ for pretrainer in (model, heads_only):
 # float32 result, which JAX's fused attention asks for (a compile error Keras cannot catch).
 f16 = BertPretrainer(BertConfig.from_json_file(mf.GOOGLE_TINY_CONFIG), dtype="mixed_float16")
 f16.set_weights(model.get_weights())
-inputs = mf.model_inputs(batch)
-sequence = jitted(f16)(inputs)["sequence_output"]
-want = np.asarray(calls[model](inputs)["sequence_output"])
+# Against the original's float32 output (the float32 model's is within 1e-5 of it, WORST).
+sequence = jitted(f16)(mf.model_inputs(batch))["sequence_output"]
+want = batch["sequence_output"]
 print("FLOAT16", float(np.abs(np.asarray(sequence, np.float32) - want).max() / np.abs(want).max()))
 print("WORST", worst)
 """
