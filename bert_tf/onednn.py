@@ -34,11 +34,14 @@ def applies():
     oneDNN, only on a machine whose devices are all CPUs (a GPU or TPU would run the same graph
     on its own kernels), and not inside `portable()`.
     """
-    return (
-        tf.inside_function()
-        and not _portable.get()
-        and onednn_enabled()
-        and all(device.device_type == "CPU" for device in tf.config.list_logical_devices())
+    return tf.inside_function() and not _portable.get() and runs_on_onednn_cpus()
+
+
+def runs_on_onednn_cpus():
+    """Whether this process computes on oneDNN's CPU kernels: oneDNN on, and no device but CPUs
+    (a GPU or TPU would run the graphs on its own kernels)."""
+    return onednn_enabled() and all(
+        device.device_type == "CPU" for device in tf.config.list_logical_devices()
     )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import onednn
 from bert_tf.checkpoints import reference
 from bert_tf.config import BertConfig
 from bert_tf.tasks.pretraining.data import check_records
@@ -324,6 +325,9 @@ def test_a_float32_run_resumes_under_mixed_float16_with_a_fresh_loss_scale(workd
     float16 = dict(mixed_precision="mixed_float16", save_checkpoints_steps=2)
     log = _run_here(caplog, workdir, output_dir, 42, **float16)
     assert "has no saved loss_scale, loss_scale_good_steps: started afresh" in log
+    # float16 on oneDNN's CPU kernels is warned of where they run (the AVX-512 VNNI, BF16 and AMX
+    # CPUs' default), and not where they do not.
+    assert ("mixed_float16 on CPUs with TensorFlow's oneDNN" in log) == onednn.onednn_enabled()
     assert "Resumed the input where" in log
     assert int(_weights(str(output_dir / "model.ckpt-42"))["global_step"]) == 42
     # Another batch size: the input starts afresh, the loss scale's state carries on.

@@ -13,7 +13,7 @@ and `run_squad.py` share (the model's files required, `--do_*`, the batch sizes,
 import dataclasses
 import logging
 
-from bert_tf import files
+from bert_tf import files, onednn
 from bert_tf.model_files import ModelFileOptions
 from bert_tf.options import option, redefine
 from bert_tf.text import tokenization
@@ -83,10 +83,23 @@ class TrainingOptions(ModelFileOptions):
         return None if self.mixed_precision == "float32" else self.mixed_precision
 
     def distribution(self):
-        """The strategy of `--strategy` (`--use_tpu` implies tpu), as a `Distribution`."""
+        """The strategy of `--strategy` (`--use_tpu` implies tpu), as a `Distribution`.
+
+        `--mixed_precision=mixed_float16` computing on CPUs with TensorFlow's oneDNN gets a
+        warning: Grappler fuses each float16 dense layer with its bias into oneDNN's reference
+        kernel there, tens of times slower than float32 (BUILD_NOTES.md, "Mixed precision").
+        """
         strategy = "tpu" if self.use_tpu else self.strategy
         where = (self.tpu_name, self.tpu_zone, self.gcp_project, self.master, self.num_tpu_cores)
-        return create_distribution(strategy, *where)
+        distribution = create_distribution(strategy, *where)
+        if self.mixed_precision == "mixed_float16" and onednn.runs_on_onednn_cpus():
+            logger.warning(
+                "--mixed_precision=mixed_float16 on CPUs with TensorFlow's oneDNN runs each float16 dense "
+                "layer as oneDNN's reference kernel, tens of times slower than float32: on a CPU use "
+                "--mixed_precision=mixed_bfloat16 (AVX512_BF16 or AMX) or float32 (or set "
+                "TF_ENABLE_ONEDNN_OPTS=0)"
+            )
+        return distribution
 
     def loss_scale(self):
         """A `DynamicLossScale` for mixed_float16 (create it under the strategy's scope), else None."""
